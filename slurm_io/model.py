@@ -1,0 +1,181 @@
+"""Plain data shared by every stage of the pipeline (parse -> repair -> delta -> store).
+
+Everything here is immutable and free of I/O so that the functional core can be tested
+without servers. Records are NamedTuples rather than dataclasses because a collector cycle
+creates ~100k of them and tuple construction is several times cheaper in CPython.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+# Lustre counters whose `sum` is a byte count. Their min/max/sum/sumsq/hist are kept because
+# they give the I/O size profile (mean size, spread, small-vs-large requests).
+BYTE_COUNTERS: tuple[str, ...] = ("read_bytes", "write_bytes")
+
+# Operation counters known from Lustre 2.10 .. 2.17 (MDT and OST). Only `samples` is kept for
+# them. A counter not in this list is an "unknown counter": it is still kept (in `extra`).
+OP_COUNTERS: tuple[str, ...] = (
+    # MDT
+    "open", "close", "mknod", "link", "unlink", "mkdir", "rmdir", "rename", "getattr",
+    "setattr", "getxattr", "setxattr", "statfs", "sync", "samedir_rename", "crossdir_rename",
+    "parallel_rename_file", "parallel_rename_dir", "rename_trylocks", "punch", "migrate",
+    "fallocate",
+    # OST (getattr, setattr, punch, sync, statfs shared with MDT)
+    "read", "write", "destroy", "create", "get_info", "set_info", "quotactl", "prealloc",
+)
+
+# Metadata operations in LASSi's sense (everything on an MDT that is not data movement).
+METADATA_OPS: frozenset[str] = frozenset(
+    {
+        "open", "close", "mknod", "link", "unlink", "mkdir", "rmdir", "rename", "getattr",
+        "setattr", "getxattr", "setxattr", "statfs", "sync", "samedir_rename",
+        "crossdir_rename", "parallel_rename_file", "parallel_rename_dir", "rename_trylocks",
+        "migrate", "fallocate",
+    }
+)
+
+KNOWN_COUNTERS: frozenset[str] = frozenset(BYTE_COUNTERS) | frozenset(OP_COUNTERS)
+
+
+class ByteStats(NamedTuple):
+    """Cumulative (as read) or interval (as delta) statistics of a byte counter."""
+
+    samples: int
+    min: int | None
+    max: int | None
+    sum: int
+    sumsq: int | None
+    hist: tuple[tuple[str, int], ...] | None  # (bucket label, count); None when not printed
+
+
+class Entry(NamedTuple):
+    """One job_stats entry of one target, as read.
+
+    `names`/`samples` are parallel tuples in print order (the layout tuple is shared between
+    entries of the same release, so it costs one pointer per entry). `stats` holds the full
+    statistics of byte counters only.
+    """
+
+    target: str  # e.g. "scratch-OST0003"
+    raw_id: str  # the job_id exactly as printed (quotes and escapes included)
+    job_id: str  # decoded: quotes removed, \xHH escapes resolved
+    snapshot_time: float | None
+    start_time: float | None
+    names: tuple[str, ...]
+    samples: tuple[int, ...]
+    stats: dict[str, ByteStats]
+
+    def counter(self, name: str) -> int | None:
+        """Samples of counter `name`, or None when the entry does not print it."""
+        try:
+            return self.samples[self.names.index(name)]
+        except ValueError:
+            return None
+
+
+class ParseProblem(NamedTuple):
+    """A part of the input that could not be turned into an entry. Never fatal."""
+
+    target: str | None
+    line: int  # 1-based line number in the parsed text (0 when unknown)
+    raw_id: str | None  # the entry's id when it could still be read
+    message: str
+    text: str  # the offending text, shortened
+
+
+class TargetRead(NamedTuple):
+    """All entries of one target in one read (one `...job_stats=` block)."""
+
+    target: str
+    entries: list[Entry]
+
+
+class ParseResult(NamedTuple):
+    targets: dict[str, list[Entry]]  # target -> entries, in print order
+    problems: list[ParseProblem]
+    # ids of entries that were present but broken: the delta engine must not treat their
+    # absence as a counter reset (that would count their whole history again next read).
+    broken_ids: dict[str, set[str]]
+
+    @property
+    def n_entries(self) -> int:
+        return sum(len(v) for v in self.targets.values())
+
+
+class IdClass(enum.IntEnum):
+    """How a job_id was classified (stored as smallint; values are part of the schema)."""
+
+    EXACT = 1  # job:uid:host, all valid
+    FQDN = 2  # as EXACT but the host was a FQDN and has been shortened
+    JOB_ONLY = 3  # only the job (`123` or `123:`)
+    JOB_UID = 4  # job + uid, host missing
+    JOB_MISSING = 5  # `:uid:host`; recoverable by uid + node + time at attribution
+    EXE = 6  # `%e.%u` of a user process outside a job (login nodes)
+    SYSTEM = 7  # a system uid (root, daemons), with or without job
+    UNRECOVERABLE = 8  # broken beyond repair; stored as load of nobody
+    EMPTY = 9  # empty job_id
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class JobId(NamedTuple):
+    """The result of classifying (and where possible repairing) one job_id."""
+
+    id_class: IdClass
+    job: int | None  # Slurm job id (SLURM_JOB_ID, numeric)
+    uid: int | None
+    host: str | None  # short host name
+    exe: str | None
+    repaired: bool  # something was fixed (FQDN shortened, trailing separator dropped, ...)
+
+
+class Delta(NamedTuple):
+    """What one entry did on one target during (t0, t1]: the online difference of two reads.
+
+    `samples` maps counter name -> samples delta for every counter that moved (byte counters
+    included); `stats` maps byte counter -> ByteStats of the interval (min/max are the
+    cumulative extremes at t1, which bound the interval's request sizes).
+    """
+
+    target: str
+    raw_id: str
+    job_id: str
+    t0: float
+    t1: float
+    last_update: float | None
+    samples: dict[str, int]
+    stats: dict[str, ByteStats]
+    flags: int
+
+
+class DeltaFlag(enum.IntFlag):
+    """Why a delta was computed the way it was (stored with the row for audits)."""
+
+    NONE = 0
+    NEW = 1  # id not in the previous read of the target: counted from zero since then
+    RESET_DROP = 2  # a counter went down: the entry was freed and re-created
+    RESET_START = 4  # start_time changed: re-created (2.15.2+), even if counters grew
+    GAP = 8  # reads were missed: the interval spans more than one collector period
+    RESET_ABSENT = 16  # the id was absent from an intermediate read (freed in between)
+
+
+class Batch(NamedTuple):
+    """What one collector cycle hands to storage: durable (spooled) before it is sent.
+
+    (collector, seq) identifies the batch for exactly-once ingest. `deltas` carry the
+    classification of their id so that storage needs no knowledge of the jobid grammar.
+    """
+
+    collector: str
+    seq: int
+    read_time: float
+    targets: tuple[str, ...]
+    deltas: list[tuple[Delta, JobId]]
+    n_entries: int
+    n_problems: int
+    n_repaired: int
+    n_unattributable: int
