@@ -71,7 +71,8 @@ CREATE INDEX jobstats_delta_job ON jobstats_delta (job, ts_end) WHERE job IS NOT
 -- Recovery of `:uid:host` entries and per-node views: (host, time) then uid.
 CREATE INDEX jobstats_delta_host_ts ON jobstats_delta (host_id, ts_end, uid);
 
--- Partition bookkeeping: daily partitions named jobstats_delta_pYYYYMMDD are created ahead by
--- slurm_io.store.partitions; this default partition catches rows outside them so an ingest
--- never fails on a clock far off (rows are moved out when their partition is created).
-CREATE TABLE jobstats_delta_default PARTITION OF jobstats_delta DEFAULT;
+-- Partitions: one per UTC day of ts_end, named jobstats_delta_pYYYYMMDD, created (ahead) by
+-- slurm_io.store.partitions before every write and dropped whole by its prune(). There is
+-- deliberately no DEFAULT partition: with one, every new daily partition would have to scan
+-- (and lock) it and move misfiled rows out; without one, a row for a day that has no
+-- partition fails loudly instead of landing somewhere retention never reaches.

@@ -1,0 +1,162 @@
+"""Online deltas of cumulative job_stats counters (pure; state is explicit).
+
+Lustre counters are cumulative since the entry was created on its target, and an entry is
+freed after `job_cleanup_interval` of idleness and re-created from zero when the job does I/O
+again. A delta for the interval (previous read, this read] is therefore:
+
+* first read of a target: nothing is known about the past -> baseline only, no delta;
+* id not in the previous read of the target: it started from zero since then -> the full value
+  (flag NEW, plus RESET_ABSENT when it had been seen before and vanished in between);
+* `start_time` changed (2.15.2+): freed and re-created -> the full value (RESET_START), even
+  when the counters happen to be higher than before;
+* a counter went down: freed and re-created -> the full value (RESET_DROP);
+* otherwise the difference. Missed reads simply make the interval longer (GAP).
+
+Rows whose every delta is zero are not emitted. The state is a plain dict of the last read's
+entries per target, so persisting it is the caller's business (see delta.state_file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from slurm_io.model import ByteStats, Delta, DeltaFlag, Entry
+
+
+class TargetState(NamedTuple):
+    read_time: float
+    entries: dict[str, Entry]  # raw id -> entry as last read
+    gone: frozenset[str]  # ids present two reads ago and absent from the last read
+
+
+State = dict[str, TargetState]
+
+
+class DeltaResult(NamedTuple):
+    state: State
+    deltas: list[Delta]
+    baseline_targets: list[str]  # targets seen for the first time (no deltas yet)
+    stale_targets: list[str]  # targets whose read is not newer than the state: skipped
+
+
+def _full(e: Entry, t0: float, t1: float, flags: int) -> Delta | None:
+    samples = {n: v for n, v in zip(e.names, e.samples, strict=True) if v}
+    if not samples:
+        return None
+    stats = {n: s for n, s in e.stats.items() if s.samples or s.sum}
+    return Delta(e.target, e.raw_id, e.job_id, t0, t1, e.snapshot_time, samples, stats, flags)
+
+
+def _hist_diff(
+    cur: tuple[tuple[str, int], ...] | None, prev: tuple[tuple[str, int], ...] | None
+) -> tuple[tuple[str, int], ...] | None:
+    if cur is None:
+        return None
+    before = dict(prev or ())
+    return tuple((k, v - before.get(k, 0)) for k, v in cur if v - before.get(k, 0))
+
+
+def _stats_diff(cur: ByteStats, prev: ByteStats) -> ByteStats:
+    return ByteStats(
+        cur.samples - prev.samples,
+        cur.min,
+        cur.max,
+        cur.sum - prev.sum,
+        None if cur.sumsq is None or prev.sumsq is None else cur.sumsq - prev.sumsq,
+        _hist_diff(cur.hist, prev.hist),
+    )
+
+
+def _diff(e: Entry, p: Entry, t0: float, t1: float, flags: int) -> Delta | None:
+    """Difference of two reads of one entry, or a full value when it was reset."""
+    if e.names is p.names or e.names == p.names:
+        pairs = zip(e.names, e.samples, p.samples, strict=True)
+        samples = {}
+        for n, c, o in pairs:
+            if c != o:
+                if c < o:
+                    return _full(e, t0, t1, flags | DeltaFlag.RESET_DROP)
+                samples[n] = c - o
+    else:  # the counter set changed (server upgraded between reads): compare by name
+        before = dict(zip(p.names, p.samples, strict=True))
+        samples = {}
+        for n, c in zip(e.names, e.samples, strict=True):
+            o = before.get(n, 0)
+            if c < o:
+                return _full(e, t0, t1, flags | DeltaFlag.RESET_DROP)
+            if c != o:
+                samples[n] = c - o
+    stats: dict[str, ByteStats] = {}
+    for n, s in e.stats.items():
+        ps = p.stats.get(n)
+        if ps is None:
+            if s.samples:
+                stats[n] = s
+            continue
+        if s.sum < ps.sum:
+            return _full(e, t0, t1, flags | DeltaFlag.RESET_DROP)
+        if s.samples != ps.samples or s.sum != ps.sum:
+            stats[n] = _stats_diff(s, ps)
+    if not samples and not stats:
+        return None
+    return Delta(e.target, e.raw_id, e.job_id, t0, t1, e.snapshot_time, samples, stats, flags)
+
+
+def compute(
+    state: Mapping[str, TargetState],
+    targets: Mapping[str, list[Entry]],
+    read_time: float,
+    *,
+    period: float = 120.0,
+    broken_ids: Mapping[str, set[str]] | None = None,
+) -> DeltaResult:
+    """Deltas of one read (all targets of one server) against the previous state.
+
+    `broken_ids` are ids whose entries were present but unparseable in this read: their
+    previous state is carried over so that they are not counted again from zero next time.
+    Targets missing from this read keep their state untouched (next read: a longer interval).
+    """
+    new_state: State = dict(state)
+    deltas: list[Delta] = []
+    baseline: list[str] = []
+    stale: list[str] = []
+    broken_ids = broken_ids or {}
+    for target, entries in targets.items():
+        cur = {e.raw_id: e for e in entries}
+        prev = state.get(target)
+        if prev is None:
+            new_state[target] = TargetState(read_time, cur, frozenset())
+            baseline.append(target)
+            continue
+        if read_time <= prev.read_time:
+            stale.append(target)
+            continue
+        t0 = prev.read_time
+        flags = DeltaFlag.GAP if read_time - t0 > 1.5 * period else DeltaFlag.NONE
+        pe = prev.entries
+        start_changed = DeltaFlag.RESET_START
+        for rid, e in cur.items():
+            p = pe.get(rid)
+            if p is None:
+                f = flags | DeltaFlag.NEW
+                if rid in prev.gone:
+                    f |= DeltaFlag.RESET_ABSENT
+                d = _full(e, t0, read_time, f)
+            elif e.start_time is not None and p.start_time is not None and (
+                e.start_time != p.start_time
+            ):
+                d = _full(e, t0, read_time, flags | start_changed)
+            elif e.samples == p.samples and e.names is p.names:
+                continue  # idle since the previous read: the common case, decided in C
+            else:
+                d = _diff(e, p, t0, read_time, flags)
+            if d is not None:
+                deltas.append(d)
+        carried = broken_ids.get(target, set())
+        for rid in carried:
+            if rid not in cur and rid in pe:
+                cur[rid] = pe[rid]
+        gone = frozenset(pe.keys() - cur.keys()) if len(pe) else frozenset()
+        new_state[target] = TargetState(read_time, cur, gone)
+    return DeltaResult(new_state, deltas, baseline, stale)

@@ -1,0 +1,420 @@
+"""Parser for `lctl get_param mdt.*.job_stats obdfilter.*.job_stats` of Lustre 2.10 .. 2.17.
+
+Why not YAML: several releases do not print valid YAML (2.15.0's unindented time lines,
+2.15.2's escapes, glued `max:16777216`, hard-wrapped lines), YAML 1.1 mangles ids such as
+`12345:30`, and a YAML loader runs at ~1 MB/s where an OSS prints hundreds of MB per read.
+
+Two paths produce identical results:
+
+* the fast path runs ONE compiled `findall` over a ~1 MiB chunk of entries, transposes the
+  matches into columns with `zip(*...)` and slices them per entry: all per-character work
+  happens in C. It only accepts a chunk when every line was matched by exactly one pattern
+  branch and every byte-counter line carried its full statistics;
+* otherwise the chunk goes through the line-based robust path, which rejoins hard-wrapped
+  lines, tolerates odd spacing and tabs, keeps unknown counters, and isolates a broken entry
+  (counted as a ParseProblem) without losing its neighbours.
+
+The parser is incremental (`Parser.feed`) so a collector can parse lctl's output while it is
+being read, keeping memory bounded by the chunk size rather than the output size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from itertools import compress
+from operator import itemgetter
+
+from slurm_io.model import BYTE_COUNTERS, ByteStats, Entry, ParseProblem, ParseResult
+
+CHUNK_CHARS = 1 << 20
+UNKNOWN_TARGET = "unknown"
+
+# One branch for an entry's id line together with its time lines, one for a counter line.
+# Byte counters keep the rest of their line (parsed by _BYTES_REST, two per entry).
+_FAST = re.compile(
+    r"\n(?:(- job_id:[^\n]*(?:\n *\w+_time *:[^\n]*)*)"
+    r"| +(\w+): +\{ samples: +(\d+),( unit: +(?:bytes|reqs), min:[^\n]*)?)"
+)
+_BYTES_REST = re.compile(
+    r" unit: +\w+, min: *(\d+), max: *(\d+), sum: *(\d+)(?:, sumsq: *(\d+))?"
+    r"(?:, hist: (\{[^}]*\}))? \}$"
+)
+_FAST_TIME = re.compile(r" *(\w+_time) *: *(\d+(?:\.\d+)?)(?: secs\.nsecs)? *")
+_COL_ID, _COL_NAME, _COL_SAMPLES, _COL_REST = (itemgetter(i) for i in (0, 1, 2, 3))
+_HEADER = re.compile(r"([A-Za-z0-9_.\-]+)\.job_stats=(.*)")
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
+_HIST_ITEM = re.compile(r"([^\s:,{}]+)\s*:\s*(\d+)")
+
+# robust path
+_R_JOBID = re.compile(r"^\s*-\s*job_id:\s*(.*?)\s*$")
+_R_TIME = re.compile(r"^\s*(\w+_time)\s*:\s*(\d+(?:\.\d+)?)(?:\s+secs\.nsecs)?\s*$")
+_R_COUNTER = re.compile(r"^\s*(\w+)\s*:\s*\{(.*)\}\s*$")
+_R_FIELD = re.compile(r"^\s*(\w+)\s*:\s*(\S+)\s*$")
+_R_HIST = re.compile(r"hist\s*:\s*\{([^}]*)\}")
+_R_SCALAR = re.compile(r"^\s*(\w+)\s*:\s*(.*)$")
+
+
+def decode_job_id(raw: str) -> str:
+    """The job id as the process set it: surrounding quotes removed, `\\xHH` resolved.
+
+    2.15.2+ escape every byte outside `[A-Za-z0-9.@_-]`; 2.16+ print ':' literally but quote.
+    """
+    s = raw
+    if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        s = s[1:-1]
+    if "\\x" in s:
+        s = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), s)
+    return s
+
+
+def target_of_param(param: str) -> str:
+    """`mdt.scratch-MDT0000` -> `scratch-MDT0000`; `obdfilter.x-OST0001` -> `x-OST0001`."""
+    return param.split(".", 1)[1] if "." in param else param
+
+
+def _hist(text: str) -> tuple[tuple[str, int], ...]:
+    return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text))
+
+
+def _time(v: str) -> float:
+    return float(v)
+
+
+class Parser:
+    """Incremental job_stats parser: `feed()` text as it arrives, then `finish()`."""
+
+    def __init__(self, default_target: str = UNKNOWN_TARGET) -> None:
+        self._buf = ""
+        self._target = default_target
+        self._line = 1  # line number of the first character of _buf
+        self._targets: dict[str, list[Entry]] = {}
+        self._seen: dict[str, set[str]] = {}
+        self._broken: dict[str, set[str]] = {}
+        self._problems: list[ParseProblem] = []
+        self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+        self._at_line_start = True
+
+    # -- public API ------------------------------------------------------------------------
+    def feed(self, text: str) -> Parser:
+        """Add text; complete entries are parsed now, the incomplete tail is kept."""
+        self._buf += text
+        if len(self._buf) >= 2 * CHUNK_CHARS:
+            self._consume(final=False)
+        return self
+
+    def finish(self) -> ParseResult:
+        self._consume(final=True)
+        return ParseResult(self._targets, self._problems, self._broken)
+
+    # -- segmentation ------------------------------------------------------------------------
+    def _consume(self, final: bool) -> None:
+        """Split the buffer at target headers and entry boundaries, parse what is complete."""
+        buf = self._buf
+        if not final:
+            # keep the last (possibly incomplete) entry or header line in the buffer
+            cut = max(buf.rfind("\n- job_id:"), buf.rfind(".job_stats="))
+            if cut <= 0:
+                return
+            cut = buf.rfind("\n", 0, cut + 1)
+            if cut <= 0:
+                return
+        else:
+            cut = len(buf)
+        self._segment(buf, cut)
+        self._line += buf.count("\n", 0, cut)
+        self._buf = buf[cut:]
+
+    def _segment(self, buf: str, end: int) -> None:
+        pos = 0
+        while pos < end:
+            h = buf.find(".job_stats=", pos, end)
+            if h < 0:
+                self._block(buf, pos, end)
+                return
+            line_start = buf.rfind("\n", pos, h) + 1 if h > pos else pos
+            if line_start < pos:
+                line_start = pos
+            m = _HEADER.fullmatch(buf, line_start, _line_end(buf, h, end))
+            if m is None:
+                # `.job_stats=` inside something else (an odd id?): not a header
+                nl = _line_end(buf, h, end)
+                self._block(buf, pos, min(nl + 1, end))
+                pos = nl + 1
+                continue
+            if line_start > pos:
+                self._block(buf, pos, line_start)
+            self._target = target_of_param(m.group(1))
+            self._targets.setdefault(self._target, [])
+            rest = m.group(2).strip()
+            body_start = m.end()
+            if rest and rest != "job_stats:":
+                self._problem(None, buf, line_start, m.end(), "unexpected text after header")
+            pos = body_start
+
+    def _block(self, buf: str, start: int, end: int) -> None:
+        """Parse entries of the current target in buf[start:end], chunk by chunk."""
+        first = buf.find("- job_id:", start, end)
+        while first > start and buf[first - 1] != "\n":
+            first = buf.find("- job_id:", first + 1, end)
+        if first < 0:
+            self._preamble(buf, start, end)
+            return
+        if first > start:
+            self._preamble(buf, start, first)
+        pos = first - 1 if first > 0 else first  # include the newline that starts the entry
+        pos = max(pos, start)
+        while pos < end:
+            nxt = -1
+            if end - pos > CHUNK_CHARS:
+                nxt = buf.find("\n- job_id:", pos + CHUNK_CHARS, end)
+            stop = end if nxt < 0 else nxt
+            self._chunk(buf, pos, stop)
+            pos = stop
+
+    def _preamble(self, buf: str, start: int, end: int) -> None:
+        """Text of a target before its first entry: `job_stats:` or blank is expected."""
+        for i, line in enumerate(buf[start:end].split("\n")):
+            s = line.strip()
+            if s and s != "job_stats:":
+                lineno = self._lineno(buf, start) + i
+                self._problems.append(
+                    ParseProblem(self._target, lineno, None, "text outside any entry", s[:200])
+                )
+
+    def _lineno(self, buf: str, pos: int) -> int:
+        return self._line + buf.count("\n", 0, pos)
+
+    def _problem(self, raw_id: str | None, buf: str, start: int, end: int, msg: str) -> None:
+        self._problems.append(
+            ParseProblem(self._target, self._lineno(buf, start), raw_id, msg, buf[start:end][:200])
+        )
+
+    # -- fast path ---------------------------------------------------------------------------
+    def _chunk(self, buf: str, start: int, end: int) -> None:
+        # normalise: chunk must start with "\n- job_id:" so every line begins with "\n"
+        if buf[start] != "\n":
+            chunk = "\n" + buf[start:end]
+        else:
+            chunk = buf[start:end]
+        stripped = chunk.rstrip()
+        if self._fast(stripped):
+            return
+        self._robust(buf, start, end)
+
+    def _fast(self, chunk: str) -> bool:
+        rows = _FAST.findall(chunk)
+        n = len(rows)
+        if n == 0:
+            return False
+        starts = list(compress(range(n), map(_COL_ID, rows)))
+        if not starts or starts[0] != 0:
+            return False
+        n_time_lines = 0
+        starts.append(n)
+        target = self._target
+        out: list[Entry] = []
+        layouts = self._layouts
+        for e in range(len(starts) - 1):
+            a, b = starts[e], starts[e + 1]
+            hdr = rows[a][0]
+            snap = start_t = None
+            nl = hdr.find("\n")
+            if nl >= 0:
+                raw = hdr[9:nl].strip()
+                for line in hdr[nl + 1 :].split("\n"):
+                    n_time_lines += 1
+                    m = _FAST_TIME.fullmatch(line)
+                    if m is None:
+                        return False
+                    if m[1] == "snapshot_time":
+                        snap = float(m[2])
+                    elif m[1] == "start_time":
+                        start_t = float(m[2])
+            else:
+                raw = hdr[9:].strip()
+            rws = rows[a + 1 : b]
+            nm = tuple(map(_COL_NAME, rws))
+            lay = layouts.get(nm)
+            if lay is None:
+                if "" in nm:
+                    return False
+                bidx = tuple(i for i, x in enumerate(nm) if x.endswith("_bytes"))
+                lay = layouts.setdefault(nm, (nm, bidx))
+            nm, bidx = lay
+            stats: dict[str, ByteStats] = {}
+            for i in bidx:
+                _, name, smp, rest = rws[i]
+                m = _BYTES_REST.match(rest)
+                if m is None:
+                    return False
+                mn, mx, sm, sq, h = m.groups()
+                stats[name] = ByteStats(
+                    int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None,
+                    _hist(h) if h else None,
+                )
+            out.append(
+                Entry(target, raw, decode_job_id(raw), snap, start_t, nm,
+                      tuple(map(int, map(_COL_SAMPLES, rws))), stats)
+            )
+        # every line must have been taken by exactly one branch, or the robust path decides
+        if n + n_time_lines != chunk.count("\n"):
+            return False
+        if chunk.count("_bytes:") != sum(len(lay) for lay in (e.stats for e in out)):
+            return False
+        self._emit(out)
+        return True
+
+    def _emit(self, entries: list[Entry]) -> None:
+        dst = self._targets.setdefault(self._target, [])
+        seen = self._seen.setdefault(self._target, set())
+        ids = [e.raw_id for e in entries]
+        fresh = set(ids)
+        if len(fresh) == len(ids) and seen.isdisjoint(fresh):
+            seen |= fresh
+            dst.extend(entries)
+            return
+        # duplicates (interleaved reads, or ids that 2.12 printed alike): keep the first
+        for e in entries:
+            if e.raw_id in seen:
+                self._problems.append(
+                    ParseProblem(self._target, 0, e.raw_id, "duplicate job_id in target", "")
+                )
+                continue
+            seen.add(e.raw_id)
+            dst.append(e)
+
+    # -- robust path -------------------------------------------------------------------------
+    def _robust(self, buf: str, start: int, end: int) -> None:
+        base = self._lineno(buf, start)
+        lines = buf[start:end].split("\n")
+        # rejoin hard-wrapped lines: a line continuing an unbalanced `{`
+        logical: list[tuple[int, str]] = []
+        for i, line in enumerate(lines):
+            if logical and logical[-1][1].count("{") > logical[-1][1].count("}"):
+                ln, prev = logical[-1]
+                logical[-1] = (ln, prev.rstrip() + " " + line.strip())
+            else:
+                logical.append((base + i, line))
+        out: list[Entry] = []
+        cur: dict | None = None
+
+        def close() -> None:
+            nonlocal cur
+            if cur is None:
+                return
+            if cur["broken"]:
+                self._broken.setdefault(self._target, set()).add(cur["raw"])
+            else:
+                nm = tuple(cur["names"])
+                lay = self._layouts.get(nm)
+                if lay is None:
+                    bidx = tuple(i for i, x in enumerate(nm) if x.endswith("_bytes"))
+                    lay = self._layouts.setdefault(nm, (nm, bidx))
+                out.append(
+                    Entry(self._target, cur["raw"], decode_job_id(cur["raw"]), cur["snap"],
+                          cur["start"], lay[0], tuple(cur["samples"]), cur["stats"])
+                )
+            cur = None
+
+        def problem(lineno: int, text: str, msg: str) -> None:
+            raw = cur["raw"] if cur is not None else None
+            self._problems.append(ParseProblem(self._target, lineno, raw, msg, text.strip()[:200]))
+
+        for lineno, line in logical:
+            if not line.strip():
+                continue
+            m = _R_JOBID.match(line)
+            if m:
+                close()
+                cur = {"raw": m.group(1), "snap": None, "start": None, "names": [],
+                       "samples": [], "stats": {}, "broken": False}
+                continue
+            if cur is None:
+                if line.strip() != "job_stats:":
+                    self._problems.append(ParseProblem(self._target, lineno, None,
+                                                       "text outside any entry", line[:200]))
+                continue
+            m = _R_TIME.match(line)
+            if m:
+                if m.group(1) == "snapshot_time":
+                    cur["snap"] = float(m.group(2))
+                elif m.group(1) == "start_time":
+                    cur["start"] = float(m.group(2))
+                continue
+            m = _R_COUNTER.match(line)
+            if m:
+                name, fields = m.group(1), _counter_fields(m.group(2))
+                if fields is None or "samples" not in fields:
+                    problem(lineno, line, f"malformed counter {name!r}")
+                    cur["broken"] = True
+                    continue
+                if name in cur["names"]:
+                    problem(lineno, line, f"counter {name!r} printed twice")
+                    cur["broken"] = True
+                    continue
+                cur["names"].append(name)
+                cur["samples"].append(fields["samples"])
+                if name.endswith("_bytes"):
+                    if "sum" not in fields:
+                        problem(lineno, line, f"byte counter {name!r} without sum")
+                        cur["broken"] = True
+                        continue
+                    cur["stats"][name] = ByteStats(
+                        fields["samples"], fields.get("min"), fields.get("max"), fields["sum"],
+                        fields.get("sumsq"), fields.get("hist"),
+                    )
+                continue
+            if _R_SCALAR.match(line) and "{" not in line and "}" not in line:
+                # an unknown scalar field of a future release: harmless, but say so
+                problem(lineno, line, "unknown field ignored")
+                continue
+            problem(lineno, line, "unparseable line")
+            cur["broken"] = True
+        close()
+        self._emit(out)
+
+
+def _counter_fields(inner: str) -> dict | None:
+    """`samples: 5, unit: bytes, min: 1, ..., hist: { 4K: 3 }` -> dict, or None if broken."""
+    fields: dict = {}
+    h = _R_HIST.search(inner)
+    if h:
+        fields["hist"] = _hist(h.group(1))
+        inner = inner[: h.start()] + inner[h.end():]
+    elif "hist" in inner:
+        return None
+    for part in inner.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        m = _R_FIELD.match(part)
+        if not m:
+            # glued `max:16777216` is handled by \s*; anything else is damage
+            return None
+        key, val = m.group(1), m.group(2)
+        if key == "unit":
+            fields["unit"] = val
+            continue
+        if not val.isdigit():
+            return None
+        fields[key] = int(val)
+    return fields
+
+
+def _line_end(buf: str, pos: int, end: int) -> int:
+    nl = buf.find("\n", pos, end)
+    return end if nl < 0 else nl
+
+
+def parse(text: str, default_target: str = UNKNOWN_TARGET) -> ParseResult:
+    """Parse one complete lctl output (or one job_stats file when `default_target` is given)."""
+    return Parser(default_target).feed(text).finish()
+
+
+def parse_stream(pieces: Iterable[str], default_target: str = UNKNOWN_TARGET) -> ParseResult:
+    """Parse output that arrives in pieces (a pipe), keeping memory bounded."""
+    p = Parser(default_target)
+    for piece in pieces:
+        p.feed(piece)
+    return p.finish()

@@ -1,0 +1,49 @@
+"""Opening database connections: a configured server, or the embedded default.
+
+Every command goes through `connect()` so that "no DSN configured" consistently means "the
+private PostgreSQL in the state directory" (started on demand), and a site's own server is
+one `--dsn` / `SLURM_IO_DSN` away.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psycopg
+
+from slurm_io.paths import default_state_dir
+from slurm_io.store.embedded import EmbeddedPostgres
+
+DSN_ENV = "SLURM_IO_DSN"
+APPLICATION_NAME = "slurm-io"
+
+
+def resolve_dsn(flag_value: str | None) -> str | None:
+    """The DSN to use: the command-line flag, else $SLURM_IO_DSN, else None (embedded).
+
+    An empty string counts as unset, so `SLURM_IO_DSN=` in a unit file selects the embedded
+    server rather than libpq's environment defaults.
+    """
+    if flag_value:
+        return flag_value
+    return os.environ.get(DSN_ENV) or None
+
+
+def connect(
+    dsn: str | None,
+    *,
+    state_dir: Path | None = None,
+    autocommit: bool = False,
+) -> psycopg.Connection:
+    """Connect to `dsn` (libpq conninfo or URI), or to the embedded server when it is None.
+
+    The embedded server is initialised/started on demand (`EmbeddedPostgres.ensure`), in
+    `state_dir` or the default state directory. The application name is only a fallback so
+    that one given in the DSN wins.
+    """
+    if dsn is None:
+        dsn = EmbeddedPostgres(state_dir or default_state_dir()).ensure()
+    return psycopg.connect(
+        dsn, autocommit=autocommit, fallback_application_name=APPLICATION_NAME
+    )
