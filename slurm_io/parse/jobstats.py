@@ -53,6 +53,8 @@ _R_COUNTER = re.compile(r"^\s*(\w+)\s*:\s*\{(.*)\}\s*$")
 _R_FIELD = re.compile(r"^\s*(\w+)\s*:\s*(\S+)\s*$")
 _R_HIST = re.compile(r"hist\s*:\s*\{([^}]*)\}")
 _R_SCALAR = re.compile(r"^\s*(\w+)\s*:\s*(.*)$")
+# lines that start something new and therefore never continue a hard-wrapped line
+_R_LINE_START = re.compile(r"^\s*(?:-\s*job_id\s*:|\w+\s*:\s*\{|\w+_time\s*:|job_stats:)")
 
 
 def decode_job_id(raw: str) -> str:
@@ -291,7 +293,8 @@ class Parser:
         # rejoin hard-wrapped lines: a line continuing an unbalanced `{`
         logical: list[tuple[int, str]] = []
         for i, line in enumerate(lines):
-            if logical and logical[-1][1].count("{") > logical[-1][1].count("}"):
+            if (logical and logical[-1][1].count("{") > logical[-1][1].count("}")
+                    and not _R_LINE_START.match(line)):
                 ln, prev = logical[-1]
                 logical[-1] = (ln, prev.rstrip() + " " + line.strip())
             else:
@@ -322,7 +325,7 @@ class Parser:
             self._problems.append(ParseProblem(self._target, lineno, raw, msg, text.strip()[:200]))
 
         for lineno, line in logical:
-            if not line.strip():
+            if not line.strip() or line.strip() == "job_stats:":
                 continue
             m = _R_JOBID.match(line)
             if m:

@@ -58,11 +58,16 @@ def available(directory: Path | None = None) -> list[Migration]:
 
 
 def current_version(conn: psycopg.Connection) -> int:
-    """Highest applied migration version; 0 for a database never migrated."""
-    row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
-    if not row or not row[0]:
-        return 0
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    """Highest applied migration version; 0 for a database never migrated.
+
+    Reads in a transaction block of its own (a savepoint inside a caller's transaction), so
+    it never leaves an idle connection with an open transaction.
+    """
+    with conn.transaction():
+        row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+        if not row or not row[0]:
+            return 0
+        row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
     return int(row[0]) if row else 0
 
 

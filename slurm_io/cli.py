@@ -1,0 +1,275 @@
+"""`jobio`: the command line. Thin: every command parses flags, calls one module, prints.
+
+`jobio 12345` means `jobio show 12345` (like `sacct -j`), so the group routes a first
+argument that looks like a job id to `show`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from slurm_io import config as config_mod
+from slurm_io.config import Config, ConfigError
+
+JOBID_ARG = re.compile(r"^\d+(_\d+)?(\.\w+)?$")
+
+
+class JobioGroup(click.Group):
+    """A click group where an unknown first word that looks like a job id means `show`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        first = next((a for a in args if not a.startswith("-")), None)
+        if first is not None and first not in self.commands and JOBID_ARG.match(first):
+            i = args.index(first)
+            args = [*args[:i], "show", *args[i:]]
+        return super().parse_args(ctx, args)
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * verbose if verbose else logging.INFO
+    logging.basicConfig(level=max(level, logging.DEBUG), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@click.group(cls=JobioGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config_file", type=click.Path(path_type=Path),
+              help="TOML configuration (default $SLURM_IO_CONFIG or /etc/slurm-io/config.toml).")
+@click.option("--dsn", help="PostgreSQL conninfo or URI (default $SLURM_IO_DSN, else the "
+              "embedded private PostgreSQL).")
+@click.option("--state-dir", type=click.Path(path_type=Path),
+              help="Where the collector state, spool and embedded database live.")
+@click.option("-v", "--verbose", count=True)
+@click.version_option(package_name="slurm-io")
+@click.pass_context
+def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
+         state_dir: Path | None, verbose: int) -> None:
+    """Per-job Lustre I/O for Slurm: collect job_stats, store, attribute, report.
+
+    `jobio JOBID` is short for `jobio show JOBID`.
+    """
+    _setup_logging(verbose)
+    try:
+        cfg = config_mod.load(config_file)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir)
+
+
+def _connect(cfg: Config, *, upgrade: bool = True) -> Any:
+    from slurm_io.store import db, migrate
+
+    conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
+    if upgrade:
+        migrate.upgrade(conn)
+    return conn
+
+
+# -- database ------------------------------------------------------------------------------
+@main.group("db")
+def db_group() -> None:
+    """Schema migrations, retention and the embedded PostgreSQL."""
+
+
+@db_group.command("upgrade")
+@click.pass_obj
+def db_upgrade(cfg: Config) -> None:
+    """Apply pending migrations from sql/ (idempotent)."""
+    from slurm_io.store import db, migrate
+
+    with db.connect(cfg.dsn, state_dir=cfg.state_dir) as conn:
+        applied = migrate.upgrade(conn)
+        version = migrate.current_version(conn)
+    for name in applied:
+        click.echo(f"applied {name}")
+    click.echo(f"schema at version {version}" + ("" if applied else " (nothing to do)"))
+
+
+@db_group.command("prune")
+@click.option("--older-than", required=True, help="e.g. 90d, 12w, 36h")
+@click.pass_obj
+def db_prune(cfg: Config, older_than: str) -> None:
+    """Drop whole daily partitions older than the given age."""
+    from slurm_io.store import partitions
+
+    seconds = partitions.parse_duration(older_than)
+    with _connect(cfg) as conn:
+        dropped = partitions.prune(conn, seconds, time.time())
+    for name in dropped:
+        click.echo(f"dropped {name}")
+    click.echo(f"{len(dropped)} partition(s) dropped")
+
+
+def _embedded(cfg: Config) -> Any:
+    from slurm_io.store.embedded import EmbeddedPostgres
+
+    if cfg.dsn:
+        raise click.UsageError("a DSN is configured: the embedded PostgreSQL is not in use")
+    return EmbeddedPostgres(cfg.state_dir)
+
+
+@db_group.command("start")
+@click.pass_obj
+def db_start(cfg: Config) -> None:
+    """Initialise (if needed) and start the embedded PostgreSQL."""
+    click.echo(_embedded(cfg).ensure())
+
+
+@db_group.command("stop")
+@click.pass_obj
+def db_stop(cfg: Config) -> None:
+    """Stop the embedded PostgreSQL."""
+    _embedded(cfg).stop()
+    click.echo("stopped")
+
+
+@db_group.command("status")
+@click.pass_obj
+def db_status(cfg: Config) -> None:
+    """Show the embedded PostgreSQL's state."""
+    for k, v in _embedded(cfg).status().items():
+        click.echo(f"{k}: {v}")
+
+
+# -- collector ------------------------------------------------------------------------------
+@main.command("collect")
+@click.option("--once", is_flag=True, help="Run one cycle and exit.")
+@click.option("--from", "from_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Replay captured reads DIR/<server>/<epoch>.txt in time order, then exit.")
+@click.option("--command", help="The lctl command (default: lctl get_param "
+              "mdt.*.job_stats obdfilter.*.job_stats).")
+@click.option("--interval", type=float, help="Seconds between reads (default 120).")
+@click.option("--name", "collector_name", help="This collector's name (default: short hostname).")
+@click.option("--spool-dir", type=click.Path(path_type=Path))
+@click.option("--jobid-format", "jobid_formats", multiple=True,
+              help="jobid_name grammar, repeatable (default %j:%u:%H and %e.%u).")
+@click.pass_obj
+def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
+            interval: float | None, collector_name: str | None, spool_dir: Path | None,
+            jobid_formats: tuple[str, ...]) -> None:
+    """Read Lustre job_stats, compute per-interval deltas, store them in PostgreSQL."""
+    from slurm_io.collect import daemon
+    from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
+    from slurm_io.store import db, migrate
+    from slurm_io.store.spool import Spool
+
+    cfg = cfg.with_overrides(command=command, interval=interval, collector_name=collector_name,
+                             spool_dir=spool_dir, jobid_formats=jobid_formats or None)
+    grammar = JobIdGrammar.from_config(cfg.jobid_formats, cfg.system_uid_max, cfg.system_uids)
+    spool = Spool(cfg.spool)
+    upgraded = False
+
+    def factory() -> Any:
+        nonlocal upgraded
+        conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
+        if not upgraded:
+            migrate.upgrade(conn)
+            upgraded = True
+        return conn
+
+    link = daemon.DatabaseLink(factory)
+    stop = daemon.StopFlag()
+    stop.install()
+    if from_dir is not None:
+        totals = daemon.replay(from_dir, state_dir=cfg.state_dir, spool=spool, link=link,
+                               classify=ClassifyCache(grammar), period=cfg.interval, stop=stop)
+        click.echo(" ".join(f"{k}={v}" for k, v in totals.items()))
+        sys.exit(0 if totals["spool_depth"] == 0 else 3)
+    rc = daemon.live(name=cfg.collector_name, command=cfg.command,
+                     command_timeout=cfg.command_timeout, interval=cfg.interval,
+                     state_dir=cfg.state_dir, spool=spool, link=link,
+                     classify=ClassifyCache(grammar), once=once, stop=stop)
+    sys.exit(rc)
+
+
+# -- views ----------------------------------------------------------------------------------
+def _parse_time(value: str | None, default: float) -> float:
+    from slurm_io.timeparse import parse_time
+
+    return default if value is None else parse_time(value)
+
+
+@main.command("usage")
+@click.option("-S", "--starttime", help="Start (sacct-like: 2026-11-20T08:00, now-1day, ...).")
+@click.option("-E", "--endtime", help="End (default now).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool) -> None:
+    """Totals per counter over a time range, by id class and by filesystem."""
+    from slurm_io.report import usage as usage_view
+
+    end = _parse_time(endtime, time.time())
+    start = _parse_time(starttime, end - 86400)
+    with _connect(cfg) as conn:
+        result = usage_view.usage(conn, start, end)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        click.echo(usage_view.render_table(result))
+
+
+@main.command("show")
+@click.argument("jobids", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def show(cfg: Config, jobids: tuple[str, ...], as_json: bool) -> None:
+    """A job's I/O (from entries whose id names the job)."""
+    from slurm_io.report import jobs as jobs_view
+
+    with _connect(cfg) as conn:
+        results = [jobs_view.job_totals(conn, j) for j in jobids]
+    missing = [j for j, r in zip(jobids, results, strict=True) if r is None]
+    found = [r for r in results if r is not None]
+    if as_json:
+        click.echo(json.dumps(found, indent=2, sort_keys=True))
+    else:
+        for r in found:
+            click.echo(jobs_view.render_job(r))
+    for j in missing:
+        click.echo(f"jobio: no I/O recorded for job {j}", err=True)
+    if missing:
+        sys.exit(1)
+
+
+@main.command("simulate")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--hours", type=float, default=6.0, show_default=True)
+@click.option("--nodes", type=int, default=64, show_default=True)
+@click.option("--oss", type=int, default=4, show_default=True)
+@click.option("--users", type=int, default=12, show_default=True)
+@click.option("--jobs-per-hour", type=float, default=20.0, show_default=True)
+@click.option("--start", help="Start time of the simulated period (default: a fixed date).")
+@click.option("--no-outage", is_flag=True, help="Do not simulate a collector outage.")
+def simulate_cmd(out: Path, seed: int, hours: float, nodes: int, oss: int, users: int,
+                 jobs_per_hour: float, start: str | None, no_outage: bool) -> None:
+    """Write a simulated cluster's captured reads (--from layout) and its sacct job list."""
+    from slurm_io.simulate import simulate
+
+    t0 = _parse_time(start, 1_795_000_000.0)
+    summary = simulate(out, seed=seed, start=t0, hours=hours, n_nodes=nodes, n_oss=oss,
+                       n_users=users, jobs_per_hour=jobs_per_hour, outage=not no_outage)
+    click.echo(json.dumps(summary, indent=2, sort_keys=True, default=str))
+
+
+@main.command("demo")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
+              show_default=True, help="Where the simulated cluster and reports are written.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.pass_obj
+def demo(cfg: Config, out: Path, seed: int) -> None:
+    """Simulate a cluster, collect it with --from, and print what was stored."""
+    from slurm_io import demo as demo_mod
+
+    demo_mod.run(cfg, out, seed=seed, echo=click.echo)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

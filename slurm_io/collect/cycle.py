@@ -1,0 +1,60 @@
+"""One collector cycle as a pure function: parsed read + state -> new state + batch.
+
+parse -> repair (classify ids) -> delta -> Batch. No I/O here: the daemon wraps it with the
+lctl/replay source, the spool, the state file and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from slurm_io.delta.engine import State, compute
+from slurm_io.model import Batch, IdClass, ParseResult
+from slurm_io.repair.jobid import ClassifyCache
+
+UNATTRIBUTABLE = frozenset(
+    {IdClass.EXE, IdClass.SYSTEM, IdClass.UNRECOVERABLE, IdClass.EMPTY}
+)
+
+
+class CycleResult(NamedTuple):
+    state: State
+    batch: Batch
+    by_class: Counter[str]  # entries read, by id class
+    baseline_targets: list[str]
+    stale_targets: list[str]
+
+
+def run_cycle(
+    state: State,
+    parsed: ParseResult,
+    read_time: float,
+    *,
+    collector: str,
+    seq: int,
+    classify: ClassifyCache,
+    period: float,
+) -> CycleResult:
+    by_class: Counter[str] = Counter()
+    n_repaired = n_unattr = 0
+    for entries in parsed.targets.values():
+        for e in entries:
+            jid = classify(e.job_id)
+            by_class[jid.id_class.label] += 1
+            n_repaired += jid.repaired
+            n_unattr += jid.id_class in UNATTRIBUTABLE
+    res = compute(state, parsed.targets, read_time, period=period, broken_ids=parsed.broken_ids)
+    deltas = [(d, classify(d.job_id)) for d in res.deltas]
+    batch = Batch(
+        collector=collector,
+        seq=seq,
+        read_time=read_time,
+        targets=tuple(sorted(parsed.targets)),
+        deltas=deltas,
+        n_entries=parsed.n_entries,
+        n_problems=len(parsed.problems),
+        n_repaired=n_repaired,
+        n_unattributable=n_unattr,
+    )
+    return CycleResult(res.state, batch, by_class, res.baseline_targets, res.stale_targets)

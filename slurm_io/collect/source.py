@@ -1,0 +1,90 @@
+"""Where reads come from: the live `lctl` command, or captured reads replayed from a folder.
+
+Replay layout (what `--from DIR` reads and `jobio simulate` writes):
+`DIR/<server>/<epoch>.txt`, each file the verbatim lctl output of that server at that unix time.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from slurm_io.model import ParseResult
+from slurm_io.parse.jobstats import Parser
+
+READ_PIECE = 1 << 20
+
+
+class CapturedRead(NamedTuple):
+    server: str
+    read_time: float
+    path: Path
+
+
+class LctlError(RuntimeError):
+    """The lctl command failed or timed out; the cycle is skipped (next one covers it)."""
+
+
+def read_lctl(command: str, timeout: float) -> tuple[float, ParseResult]:
+    """Run the command and parse its output while it streams (bounded memory).
+
+    The read time is taken when the command starts: that is when the counters are sampled.
+    """
+    argv = shlex.split(command)
+    t = time.time()
+    parser = Parser()
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, errors="replace")
+    except OSError as e:
+        raise LctlError(f"cannot run {argv[0]!r}: {e}") from e
+    assert proc.stdout is not None
+    deadline = t + timeout
+    try:
+        while True:
+            piece = proc.stdout.read(READ_PIECE)
+            if not piece:
+                break
+            parser.feed(piece)
+            if time.time() > deadline:
+                proc.kill()
+                raise LctlError(f"{argv[0]} did not finish within {timeout:.0f} s")
+        err = proc.stderr.read() if proc.stderr else ""
+        rc = proc.wait(timeout=max(1.0, deadline - time.time()))
+    except subprocess.TimeoutExpired as e:
+        proc.kill()
+        raise LctlError(f"{argv[0]} did not exit within {timeout:.0f} s") from e
+    if rc != 0:
+        raise LctlError(f"{argv[0]} exited {rc}: {err.strip()[:500]}")
+    return t, parser.finish()
+
+
+def captured_reads(root: Path) -> list[CapturedRead]:
+    """Every `<server>/<epoch>.txt` under root, in time order (then server name)."""
+    reads: list[CapturedRead] = []
+    for server_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for f in server_dir.glob("*.txt"):
+            try:
+                t = float(f.stem)
+            except ValueError:
+                continue
+            reads.append(CapturedRead(server_dir.name, t, f))
+    reads.sort(key=lambda r: (r.read_time, r.server))
+    return reads
+
+
+def parse_file(path: Path) -> ParseResult:
+    parser = Parser()
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        while piece := f.read(READ_PIECE):
+            parser.feed(piece)
+    return parser.finish()
+
+
+def iter_parsed(reads: list[CapturedRead]) -> Iterator[tuple[CapturedRead, ParseResult]]:
+    for r in reads:
+        yield r, parse_file(r.path)

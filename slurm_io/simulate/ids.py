@@ -1,0 +1,171 @@
+"""How a client prints a process's job_id, and the broken forms seen in production.
+
+Lustre clients expand `jobid_name` per process (`%j:%u:%H` for batch jobs, `%e.%u` elsewhere)
+and every RPC carries the result, so one job on one node can feed several entries at once when
+its id is printed in more than one way. The shares and the burstiness below follow the Puhti
+study quoted in LUSTRE-JOBSTATS.md: about 12 % of compute-node OSS entries lack the job (many
+nodes at once, for minutes), fewer on the MDS, a few nodes print FQDN hosts or use other
+`jobid_name` settings, and under 1 % are broken beyond repair. Every decision is a pure function
+of the plan and of a CRC hash of its inputs, so the id of a burst does not depend on the order
+in which the simulator asks for it.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass
+
+from slurm_io.model import IdClass
+
+JOB_PATTERN = "%j:%u:%H"  # compute nodes (the site's jobid_name)
+FQDN_PATTERN = "%j:%u:%h"  # drifted config on a few nodes: full host name
+LOGIN_PATTERN = "%e.%u"  # processes outside any job (login nodes)
+LUSTRE_JOBID_SIZE = 32  # bytes incl. the NUL: ids are truncated to 31 characters
+DOMAIN = "cluster"
+
+# Share of the nodes of a job-missing episode whose MDT traffic also loses the job (the MDS saw
+# ~9 % of such entries against ~12 % on the OSSs).
+MDT_MISSING_SHARE = 0.7
+BROKEN_BUCKET = 600.0  # seconds: a transient fault lasts for one bucket of one job on one node
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """A stretch of time in which processes on `nodes` print their id without the job."""
+
+    t0: float
+    t1: float
+    nodes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class IdPlan:
+    """Which nodes print which form, and when the job goes missing."""
+
+    fqdn_nodes: frozenset[str]
+    job_only_nodes: frozenset[str]  # jobid_name "%j"
+    job_uid_nodes: frozenset[str]  # jobid_name "%j:%u"
+    episodes: tuple[Episode, ...]
+    p_unrecoverable: float  # per (job, node, bucket): duplicated char / first char overwritten
+    p_trailing: float  # per (job, node, bucket): `123:` or `123:uid:` (host or uid lost)
+
+
+def expand(pattern: str, *, job: str, uid: int, host: str, exe: str) -> str:
+    """Expand a Lustre `jobid_name` pattern (%j %u %h %H %e and %%), truncated like Lustre."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "%" and i + 1 < len(pattern):
+            code = pattern[i + 1]
+            out.append(
+                {
+                    "j": job,
+                    "u": str(uid),
+                    "h": host,
+                    "H": host.split(".", 1)[0],
+                    "e": exe,
+                    "%": "%",
+                }.get(code, "%" + code)
+            )
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)[: LUSTRE_JOBID_SIZE - 1]
+
+
+def unit_hash(*parts: object) -> float:
+    """A stable pseudo-random number in [0, 1) from `parts` (CRC32; no process-seeded hash)."""
+    return zlib.crc32("|".join(map(str, parts)).encode()) / 2**32
+
+
+def plan_ids(
+    rng: random.Random, nodes: tuple[str, ...], start: float, end: float
+) -> IdPlan:
+    """Draw the id failure plan of one simulated cluster.
+
+    Episodes are the bursts of job-missing ids: a few per day-hour budget, 5-15 minutes each,
+    on 30-90 % of the compute nodes at once.
+    """
+    n = len(nodes)
+    shuffled = list(nodes)
+    rng.shuffle(shuffled)
+    k = max(1, round(n * 0.04))
+    fqdn = frozenset(shuffled[:k])
+    job_only = frozenset(shuffled[k : k + max(1, k // 2)])
+    job_uid = frozenset(shuffled[k + max(1, k // 2) : k + 2 * max(1, k // 2)])
+    hours = (end - start) / 3600.0
+    episodes = []
+    for _ in range(max(1, round(hours * 0.7))):
+        length = rng.uniform(300.0, 900.0)
+        t0 = rng.uniform(start + 600.0, max(start + 600.0, end - length - 600.0))
+        share = rng.uniform(0.3, 0.9)
+        chosen = frozenset(rng.sample(nodes, max(1, round(n * share))))
+        episodes.append(Episode(t0, t0 + length, chosen))
+    episodes.sort(key=lambda e: e.t0)
+    return IdPlan(fqdn, job_only, job_uid, tuple(episodes), 0.006, 0.012)
+
+
+def _in_episode(plan: IdPlan, t: float, node: str, kind: str) -> bool:
+    for i, ep in enumerate(plan.episodes):
+        if ep.t0 <= t < ep.t1 and node in ep.nodes:
+            return kind == "OST" or unit_hash("mdt-missing", i, node) < MDT_MISSING_SHARE
+    return False
+
+
+def _unrecoverable(printed: str, job: str, salt: float) -> str:
+    """A duplicated character in the job part, or the first character overwritten by ':'."""
+    if salt < 0.5:
+        pos = int(salt * 2 * len(job)) % len(job)
+        return printed[: pos + 1] + printed[pos] + printed[pos + 1 :]
+    return ":" + printed[1:]
+
+
+def compute_node_id(
+    plan: IdPlan, *, t: float, node: str, job: int | None, uid: int, exe: str, kind: str
+) -> tuple[str, IdClass]:
+    """The job_id printed for I/O of (`job`, `uid`) on compute node `node` at time `t`.
+
+    `job` is None for processes outside any job (root health checks, monitoring daemons):
+    `%j` expands to nothing, giving `:0:node012`.
+    """
+    fqdn = node in plan.fqdn_nodes
+    host = f"{node}.{DOMAIN}" if fqdn else node
+    pattern = FQDN_PATTERN if fqdn else JOB_PATTERN
+    if job is None:
+        return expand(pattern, job="", uid=uid, host=host, exe=exe), IdClass.SYSTEM
+    system = uid < 1000
+    j = str(job)
+    if node in plan.job_only_nodes:
+        return expand("%j", job=j, uid=uid, host=host, exe=exe), (
+            IdClass.SYSTEM if system else IdClass.JOB_ONLY
+        )
+    if node in plan.job_uid_nodes:
+        return expand("%j:%u", job=j, uid=uid, host=host, exe=exe), (
+            IdClass.SYSTEM if system else IdClass.JOB_UID
+        )
+    if _in_episode(plan, t, node, kind):
+        return expand(pattern, job="", uid=uid, host=host, exe=exe), (
+            IdClass.SYSTEM if system else IdClass.JOB_MISSING
+        )
+    printed = expand(pattern, job=j, uid=uid, host=host, exe=exe)
+    bucket = int(t // BROKEN_BUCKET)
+    u = unit_hash("broken", job, node, bucket)
+    if u < plan.p_unrecoverable:
+        salt = unit_hash("how", job, node, bucket)
+        return _unrecoverable(printed, j, salt), IdClass.UNRECOVERABLE
+    if u < plan.p_unrecoverable + plan.p_trailing:
+        if unit_hash("trail", job, node, bucket) < 0.5:
+            return f"{j}:", IdClass.JOB_ONLY
+        return f"{j}:{uid}:", IdClass.JOB_UID
+    if system:
+        return printed, IdClass.SYSTEM
+    return printed, (IdClass.FQDN if fqdn else IdClass.EXACT)
+
+
+def login_node_id(*, uid: int, exe: str) -> tuple[str, IdClass]:
+    """The `%e.%u` id of a process outside any job (`rsync.17627127`, `lfs.0`)."""
+    printed = expand(LOGIN_PATTERN, job="", uid=uid, host="", exe=exe)
+    return printed, (IdClass.SYSTEM if uid < 1000 else IdClass.EXE)

@@ -1,0 +1,213 @@
+"""A durable local spool of batches, so a collector survives database outages losslessly.
+
+Every batch is spooled (written, fsync'ed, renamed into place, directory fsync'ed) before it
+is sent, and its file is removed only after the database has it. A crash or outage at any
+point therefore leaves the batch either in the spool or in the database -- possibly both,
+which is harmless because `write_batch` is idempotent per (collector, seq).
+
+Files are named `<collector>.<seq:012d>.batch` so that a directory listing gives the replay
+order. The format is pickle (protocol 5): fast and exact for the NamedTuples of the model.
+Unpickling runs code chosen by whoever wrote the file, which is acceptable only because the
+directory is private: it is created mode 0700, files are 0600, and a spool directory owned
+by another user is refused rather than read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+
+from slurm_io.model import Batch
+from slurm_io.store.embedded import EmbeddedPostgresError
+from slurm_io.store.writer import write_batch
+
+SUFFIX = ".batch"
+CORRUPT_SUFFIX = ".corrupt"
+_TMP_SUFFIX = ".tmp"
+
+
+def _parse_name(name: str) -> tuple[str, int] | None:
+    """(collector, seq) of a spool file name; None for anything else (temp files, ...)."""
+    if name.startswith(".") or not name.endswith(SUFFIX):
+        return None
+    collector, _, seq = name[: -len(SUFFIX)].rpartition(".")
+    if not collector or len(seq) != 12 or not seq.isdigit():
+        return None
+    return collector, int(seq)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Spool:
+    """Batches waiting for the database, one file each, in a private directory."""
+
+    def __init__(self, dir: Path) -> None:
+        self.dir = Path(dir)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = self.dir.stat()
+        if st.st_uid != os.geteuid():
+            raise PermissionError(
+                f"spool directory {self.dir} belongs to uid {st.st_uid}; refusing to load "
+                "pickles another user could have written"
+            )
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(self.dir, 0o700)
+
+    # -- files --------------------------------------------------------------------------------
+
+    def put(self, batch: Batch) -> Path:
+        """Store `batch` durably; when this returns, the batch survives a crash or power cut."""
+        collector = batch.collector
+        if not collector or "/" in collector or "\0" in collector or collector.startswith("."):
+            raise ValueError(f"collector name {collector!r} cannot name a spool file")
+        if batch.seq < 0:
+            raise ValueError(f"negative batch seq {batch.seq}")
+        name = f"{collector}.{batch.seq:012d}{SUFFIX}"
+        path = self.dir / name
+        tmp = self.dir / f".{name}.{os.getpid()}{_TMP_SUFFIX}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                pickle.dump(batch, out, protocol=5)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        _fsync_dir(self.dir)
+        return path
+
+    def pending(self, collector: str | None = None) -> list[Path]:
+        """Spooled batches in replay order: by collector, then by seq."""
+        found: list[tuple[str, int, Path]] = []
+        for entry in os.scandir(self.dir):
+            key = _parse_name(entry.name)
+            if key and (collector is None or key[0] == collector):
+                found.append((key[0], key[1], Path(entry.path)))
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [path for _, _, path in found]
+
+    def load(self, path: Path) -> Batch:
+        """The batch in `path` (ValueError when the file holds no batch)."""
+        with open(path, "rb") as src:
+            batch = pickle.load(src)
+        if not isinstance(batch, Batch):
+            raise ValueError(f"{path} does not hold a Batch but a {type(batch).__name__}")
+        return batch
+
+    def remove(self, path: Path) -> None:
+        """Forget a batch the database has (a missing file is fine: already removed)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+    def depth(self) -> int:
+        """Number of batches waiting (a health figure: it grows during an outage)."""
+        return len(self.pending())
+
+    def discard_after(self, collector: str, seq: int) -> int:
+        """Remove `collector`'s batches with a seq above `seq`; return how many.
+
+        Used at start-up: a batch spooled after the last committed collector state was
+        computed from a state that is now lost, so the collector will read those intervals
+        again and re-spooling them under the same numbers must not count them twice. Temp
+        files of writers that died are removed too.
+        """
+        removed = 0
+        for path in self.pending(collector):
+            key = _parse_name(path.name)
+            if key and key[1] > seq:
+                self.remove(path)
+                removed += 1
+        self._remove_dead_temps()
+        if removed:
+            _fsync_dir(self.dir)
+        return removed
+
+    def _remove_dead_temps(self) -> None:
+        for entry in os.scandir(self.dir):
+            if not (entry.name.startswith(".") and entry.name.endswith(_TMP_SUFFIX)):
+                continue
+            pid_text = entry.name[: -len(_TMP_SUFFIX)].rpartition(".")[2]
+            if pid_text.isdigit() and _alive(int(pid_text)):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+
+    # -- replay -------------------------------------------------------------------------------
+
+    def flush(
+        self,
+        conn_factory: Callable[[], psycopg.Connection],
+        *,
+        log: logging.Logger | logging.LoggerAdapter,
+    ) -> tuple[int, int]:
+        """Send pending batches in order; return (batches written, batches still spooled).
+
+        `conn_factory` is called once (only when something is pending) and the connection is
+        closed at the end. Each file is removed after write_batch succeeded, or returned
+        False (the batch was already in the database). Never raises for database trouble:
+        an outage (OperationalError, a server that cannot start) stops the replay and keeps
+        the remaining files for the next flush; any other database error is logged with the
+        file name and also keeps the files, since dropping a batch would lose data. A file
+        that cannot be unpickled is renamed to *.corrupt so it cannot block the spool.
+        """
+        paths = self.pending()
+        if not paths:
+            return 0, 0
+        written = 0
+        current: Path | None = None
+        try:
+            with conn_factory() as conn:
+                for current in paths:
+                    try:
+                        batch = self.load(current)
+                    except FileNotFoundError:
+                        continue  # replayed and removed by a concurrent flush
+                    except (EOFError, pickle.UnpicklingError, ValueError, AttributeError,
+                            ImportError, IndexError, TypeError) as exc:
+                        self._quarantine(current, exc, log)
+                        continue
+                    if write_batch(conn, batch):
+                        written += 1
+                    else:
+                        log.info("spooled batch %s was already in the database", current.name)
+                    self.remove(current)
+        except (psycopg.OperationalError, EmbeddedPostgresError) as exc:
+            log.warning("database unavailable, batches stay spooled: %s", exc)
+        except psycopg.Error as exc:
+            name = current.name if current else "?"
+            log.error("writing spooled batch %s failed, it stays spooled: %s", name, exc)
+        return written, self.depth()
+
+    def _quarantine(
+        self, path: Path, exc: BaseException, log: logging.Logger | logging.LoggerAdapter
+    ) -> None:
+        target = path.with_name(path.name + CORRUPT_SUFFIX)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path, target)
+        log.error("unreadable spool file %s moved to %s: %s", path.name, target.name, exc)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

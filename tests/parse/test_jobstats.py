@@ -1,0 +1,137 @@
+"""Parser behaviour on each release format, on damage, and fast path == robust path."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_io.model import ByteStats
+from slurm_io.parse import jobstats
+from slurm_io.parse.jobstats import Parser, decode_job_id, parse, parse_stream
+from tests.parse import samples
+
+
+def only(result, target="unknown"):
+    return result.targets[target]
+
+
+def test_2_10_reqs_format_keeps_byte_stats_and_glued_max():
+    r = parse(samples.V2_10_OST)
+    e1, e2 = only(r)
+    assert e1.raw_id == "4242" and e1.snapshot_time == 1700000100
+    assert e1.stats["write_bytes"] == ByteStats(3, 524288, 16777216, 17825792, None, None)
+    assert e1.counter("sync") == 2 and e1.counter("statfs") == 5
+    assert e2.job_id == "rsync.2001" and e2.stats["read_bytes"].sum == 8192
+    assert not r.problems
+
+
+def test_2_14_usecs_format_keeps_samples_of_ops_and_sumsq_of_bytes():
+    (e,) = only(parse(samples.V2_14_MDT))
+    assert e.counter("open") == 40 and e.counter("mkdir") == 7 and e.counter("migrate") == 0
+    assert e.stats["read_bytes"].sumsq == 0
+
+
+def test_2_15_0_unindented_boot_relative_times_are_read():
+    (e,) = only(parse(samples.V2_15_0_OST))
+    assert e.snapshot_time == 86400.25 and e.start_time == 86000.125
+    assert e.stats["read_bytes"] == ByteStats(2, 4096, 4096, 8192, 33554432, None)
+
+
+def test_2_15_2_quoted_escaped_ids_are_decoded_and_raw_kept():
+    a, b = only(parse(samples.V2_15_2_OST))
+    assert a.raw_id == '"556\\x3A1600\\x3Acn003"' and a.job_id == "556:1600:cn003"
+    assert b.job_id == "tar x.1601"
+    assert a.start_time == 1700000000.25
+
+
+def test_2_16_lctl_output_blocks_hist_unknown_counter_and_empty_id():
+    r = parse(samples.V2_16_LCTL)
+    assert set(r.targets) == {"home-OST0000", "home-OST0001", "home-MDT0000", "home-OST0002"}
+    assert r.targets["home-OST0000"] == [] and r.targets["home-OST0002"] == []
+    e, empty = r.targets["home-OST0001"]
+    assert e.job_id == "557:1700:cn004"
+    assert e.stats["read_bytes"].hist == (("4K", 2), ("1M", 1))
+    assert e.stats["write_bytes"].hist == ()
+    assert e.counter("frobnicate") == 9  # unknown counter kept
+    assert empty.raw_id == "" and empty.stats["read_bytes"].sum == 4096
+    (m,) = r.targets["home-MDT0000"]
+    assert m.job_id == ":1700:cn004" and m.counter("open") == 5
+    assert m.counter("rename_trylocks") == 0
+    assert not r.problems
+
+
+def test_hard_wrapped_lines_are_rejoined():
+    r = parse(samples.WRAPPED)
+    (e,) = r.targets["w-MDT0000"]
+    assert e.counter("open") == 3
+    assert e.stats["write_bytes"] == ByteStats(1, 4096, 4096, 4096, 16777216, None)
+    assert not r.problems
+
+
+@pytest.mark.parametrize("text", [samples.V2_10_OST, samples.V2_14_MDT, samples.V2_15_0_OST,
+                                  samples.V2_15_2_OST, samples.V2_16_LCTL, samples.WRAPPED])
+def test_fast_and_robust_paths_agree(text, monkeypatch):
+    fast = parse(text)
+    monkeypatch.setattr(Parser, "_fast", lambda self, chunk: False)
+    robust = parse(text)
+    assert fast.targets == robust.targets
+    assert len(fast.problems) == len(robust.problems)
+
+
+def test_broken_entry_is_counted_and_does_not_take_neighbours_down():
+    text = samples.V2_10_OST.replace("samples:           2, unit:  reqs", "samples: x2, unit")
+    r = parse(text)
+    ids = [e.raw_id for e in only(r)]
+    assert ids == ["rsync.2001"]
+    assert r.problems and r.problems[0].raw_id == "4242"
+    assert "malformed" in r.problems[0].message
+    assert r.broken_ids["unknown"] == {"4242"}
+
+
+def test_truncated_output_loses_only_the_last_entry():
+    text = samples.V2_16_LCTL
+    cut = text.index("  write_bytes", text.index("- job_id:\n"))
+    r = parse(text[:cut] + "  write_bytes:     { samples:   ")
+    assert [e.raw_id for e in r.targets["home-OST0001"]] == ['"557:1700:cn004"']
+    assert len(r.problems) == 1 and r.problems[0].raw_id == ""
+
+
+def test_duplicate_ids_in_a_target_keep_the_first_and_are_counted():
+    block = samples.V2_10_OST.split("- job_id:", 2)
+    text = samples.V2_10_OST + "- job_id:" + block[1]
+    r = parse(text)
+    assert [e.raw_id for e in only(r)] == ["4242", "rsync.2001"]
+    assert any("duplicate" in p.message for p in r.problems)
+
+
+def test_text_outside_entries_is_reported_not_fatal():
+    r = parse("garbage line\n" + samples.V2_14_MDT)
+    assert len(only(r)) == 1
+    assert r.problems[0].message == "text outside any entry"
+    assert r.problems[0].line == 1
+
+
+def test_streamed_pieces_give_the_same_result_as_one_text(monkeypatch):
+    monkeypatch.setattr(jobstats, "CHUNK_CHARS", 64)
+    text = samples.V2_16_LCTL * 1 + samples.WRAPPED
+    whole = parse(text)
+    pieces = [text[i:i + 37] for i in range(0, len(text), 37)]
+    assert parse_stream(pieces).targets == whole.targets
+
+
+def test_many_chunks_fast_path_matches_robust_path(monkeypatch):
+    monkeypatch.setattr(jobstats, "CHUNK_CHARS", 300)
+    body = samples.V2_15_2_OST.split("job_stats:\n", 1)[1]
+    text = "job_stats:\n" + "".join(
+        body.replace("556\\x3A", f"{556 + i}\\x3A").replace("tar\\x20x.1601", f"tar{i}.1601")
+        for i in range(50))
+    fast = parse(text)
+    assert len(only(fast)) == 100
+    monkeypatch.setattr(Parser, "_fast", lambda self, chunk: False)
+    assert parse(text).targets == fast.targets
+
+
+def test_decode_job_id_handles_quotes_and_escapes():
+    assert decode_job_id('"a\\x3Ab"') == "a:b"
+    assert decode_job_id("plain") == "plain"
+    assert decode_job_id('"only:quoted"') == "only:quoted"
+    assert decode_job_id('"') == '"'
