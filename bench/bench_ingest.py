@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import tempfile
 import time
@@ -41,8 +42,9 @@ MDT_OPS = ("open", "close", "getattr", "setattr", "mkdir", "unlink", "statfs", "
 class Generator:
     """Deterministic synthetic deltas (seeded) so that runs are comparable."""
 
-    def __init__(self, seed: int = 1) -> None:
+    def __init__(self, seed: int = 1, hist_fraction: float = 0.5) -> None:
         self.rng = random.Random(seed)
+        self.hist_fraction = hist_fraction
         rng = self.rng
         self.jobs = [
             (100_000 + j, 1000 + rng.randrange(N_USERS), f"nid{rng.randrange(N_HOSTS):05d}")
@@ -54,7 +56,7 @@ class Generator:
         samples = rng.randint(1, 5000)
         size = rng.choice((4096, 65536, 1 << 20, 4 << 20))
         hist = None
-        if rng.random() < 0.5:
+        if rng.random() < self.hist_fraction:
             labels = rng.sample(HIST_LABELS, 3)
             hist = tuple((label, rng.randint(0, samples)) for label in labels)
         return ByteStats(samples, 4096, size, samples * size, samples * size * size, hist)
@@ -114,14 +116,31 @@ def _size_per_row(conn: psycopg.Connection) -> tuple[int, int]:
     return int(total[0]) if total else 0, int(rows[0]) if rows else 0
 
 
-def run(dsn: str, n_rows: int, batch_rows: int) -> None:
+def _backend_cpu(pid: int) -> float | None:
+    """CPU seconds of a local server process (None for a remote server)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(dsn: str, n_rows: int, batch_rows: int, hist_fraction: float) -> None:
     with psycopg.connect(dsn) as conn:
         migrate.upgrade(conn)
         base_seq = int(conn.execute(
             "SELECT coalesce(max(seq), 0) FROM ingest_batch WHERE collector = 'bench'"
         ).fetchone()[0])
         conn.commit()
-        gen = Generator()
+        gen = Generator(hist_fraction=hist_fraction)
+        backend = conn.info.backend_pid
+        py_cpu = 0.0
+        server_cpu0 = _backend_cpu(backend)
         t1 = time.time() - n_rows / batch_rows * PERIOD  # ends about now
         write_s = convert_s = 0.0
         written = 0
@@ -134,17 +153,25 @@ def run(dsn: str, n_rows: int, batch_rows: int) -> None:
             for delta, jid in batch.deltas:  # the Python share of the cost, for context
                 to_row(delta, jid, 1, 1)
             convert_s += time.perf_counter() - t
-            t = time.perf_counter()
+            t, c = time.perf_counter(), _own_cpu()
             assert write_batch(conn, batch)
             write_s += time.perf_counter() - t
+            py_cpu += _own_cpu() - c
             written += n
             t1 += PERIOD
+        server_cpu1 = _backend_cpu(backend)
         conn.execute("ANALYZE jobstats_delta")
         conn.commit()
         size, rows = _size_per_row(conn)
     print(f"rows written          {written:,} in {seq - base_seq} batches of {batch_rows:,}")
     print(f"write_batch           {written / write_s:,.0f} rows/s ({write_s:.2f} s)")
     print(f"to_row alone          {written / convert_s:,.0f} rows/s (Python conversion share)")
+    # CPU per row does not depend on what else runs on the machine; rows/s does.
+    print(f"CPU per row           client {py_cpu / written * 1e6:.1f} us", end="")
+    if server_cpu0 is not None and server_cpu1 is not None:
+        print(f", server backend {(server_cpu1 - server_cpu0) / written * 1e6:.1f} us")
+    else:
+        print(" (server not local)")
     print(f"table+indexes         {size / max(rows, 1):.0f} bytes/row "
           f"({size / 2**20:.0f} MiB for {rows:,} rows in the table)")
 
@@ -153,10 +180,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--batch-rows", type=int, default=10_000)
+    parser.add_argument("--hist", type=float, default=0.5, metavar="FRACTION",
+                        help="share of byte counters printing a histogram (Lustre 2.16+; "
+                        "0 for older releases)")
     parser.add_argument("--dsn", help="scratch database to use instead of an embedded server")
     args = parser.parse_args()
     if args.dsn:
-        run(args.dsn, args.rows, args.batch_rows)
+        run(args.dsn, args.rows, args.batch_rows, args.hist)
         return
     # As root the embedded server runs as `postgres`, which must enter the state dir: /tmp
     # is enterable, and the directory is made 0755 (mkdtemp creates 0700).
@@ -164,7 +194,7 @@ def main() -> None:
     os.chmod(tmp, 0o755)
     pg = EmbeddedPostgres(tmp / "state")
     try:
-        run(pg.ensure(), args.rows, args.batch_rows)
+        run(pg.ensure(), args.rows, args.batch_rows, args.hist)
     finally:
         pg.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,6 +15,7 @@ database is back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import signal
@@ -53,10 +54,8 @@ class DatabaseLink:
 
     def reset(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing a dead connection may fail anyhow
                 self._conn.close()
-            except Exception:  # noqa: BLE001 - closing a dead connection may fail any way
-                pass
         self._conn = None
 
 

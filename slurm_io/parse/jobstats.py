@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from itertools import compress
 from operator import itemgetter
 
-from slurm_io.model import BYTE_COUNTERS, ByteStats, Entry, ParseProblem, ParseResult
+from slurm_io.model import ByteStats, Entry, ParseProblem, ParseResult
 
 CHUNK_CHARS = 1 << 20
 UNKNOWN_TARGET = "unknown"
@@ -40,7 +40,7 @@ _BYTES_REST = re.compile(
     r" unit: +\w+, min: *(\d+), max: *(\d+), sum: *(\d+)(?:, sumsq: *(\d+))?"
     r"(?:, hist: (\{[^}]*\}))? \}$"
 )
-_FAST_TIME = re.compile(r" *(\w+_time) *: *(\d+(?:\.\d+)?)(?: secs\.nsecs)? *")
+_FAST_TIMES = re.compile(r"\n *(\w+_time) *: *(\d+(?:\.\d+)?)(?: secs\.nsecs)? *(?=\n|$)")
 _COL_ID, _COL_NAME, _COL_SAMPLES, _COL_REST = (itemgetter(i) for i in (0, 1, 2, 3))
 _HEADER = re.compile(r"([A-Za-z0-9_.\-]+)\.job_stats=(.*)")
 _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
@@ -76,7 +76,14 @@ def target_of_param(param: str) -> str:
 
 
 def _hist(text: str) -> tuple[tuple[str, int], ...]:
-    return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text))
+    """`{ 4K: 35, 1M: 2 }` -> (("4K", 35), ("1M", 2)); `{  }` -> ()."""
+    inner = text.strip("{} ")
+    if not inner:
+        return ()
+    try:
+        return tuple((k.strip(), int(v)) for k, v in (p.split(":") for p in inner.split(",")))
+    except ValueError:
+        return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text))
 
 
 def _time(v: str) -> float:
@@ -195,12 +202,10 @@ class Parser:
     # -- fast path ---------------------------------------------------------------------------
     def _chunk(self, buf: str, start: int, end: int) -> None:
         # normalise: chunk must start with "\n- job_id:" so every line begins with "\n"
-        if buf[start] != "\n":
-            chunk = "\n" + buf[start:end]
-        else:
-            chunk = buf[start:end]
-        stripped = chunk.rstrip()
-        if self._fast(stripped):
+        while end > start and buf[end - 1] in " \t\r\n":
+            end -= 1
+        chunk = buf[start:end] if buf[start] == "\n" else "\n" + buf[start:end]
+        if self._fast(chunk):
             return
         self._robust(buf, start, end)
 
@@ -224,15 +229,16 @@ class Parser:
             nl = hdr.find("\n")
             if nl >= 0:
                 raw = hdr[9:nl].strip()
-                for line in hdr[nl + 1 :].split("\n"):
-                    n_time_lines += 1
-                    m = _FAST_TIME.fullmatch(line)
-                    if m is None:
-                        return False
-                    if m[1] == "snapshot_time":
-                        snap = float(m[2])
-                    elif m[1] == "start_time":
-                        start_t = float(m[2])
+                times = _FAST_TIMES.findall(hdr, nl)
+                n_lines = hdr.count("\n")
+                if len(times) != n_lines:
+                    return False
+                n_time_lines += n_lines
+                for tn, tv in times:
+                    if tn == "snapshot_time":
+                        snap = float(tv)
+                    elif tn == "start_time":
+                        start_t = float(tv)
             else:
                 raw = hdr[9:].strip()
             rws = rows[a + 1 : b]
@@ -261,8 +267,6 @@ class Parser:
             )
         # every line must have been taken by exactly one branch, or the robust path decides
         if n + n_time_lines != chunk.count("\n"):
-            return False
-        if chunk.count("_bytes:") != sum(len(lay) for lay in (e.stats for e in out)):
             return False
         self._emit(out)
         return True

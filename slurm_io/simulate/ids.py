@@ -26,7 +26,7 @@ DOMAIN = "cluster"
 
 # Share of the nodes of a job-missing episode whose MDT traffic also loses the job (the MDS saw
 # ~9 % of such entries against ~12 % on the OSSs).
-MDT_MISSING_SHARE = 0.7
+MDT_MISSING_SHARE = 0.6
 BROKEN_BUCKET = 600.0  # seconds: a transient fault lasts for one bucket of one job on one node
 
 
@@ -49,6 +49,8 @@ class IdPlan:
     episodes: tuple[Episode, ...]
     p_unrecoverable: float  # per (job, node, bucket): duplicated char / first char overwritten
     p_trailing: float  # per (job, node, bucket): `123:` or `123:uid:` (host or uid lost)
+    # (node, bucket) -> form, so that even a short run shows every rare form at least once
+    forced: tuple[tuple[tuple[str, int], str], ...] = ()
 
 
 def expand(pattern: str, *, job: str, uid: int, host: str, exe: str) -> str:
@@ -82,30 +84,45 @@ def unit_hash(*parts: object) -> float:
 
 
 def plan_ids(
-    rng: random.Random, nodes: tuple[str, ...], start: float, end: float
+    rng: random.Random,
+    nodes: tuple[str, ...],
+    start: float,
+    end: float,
+    *,
+    busy: tuple[str, ...] = (),
+    pinned: str | None = None,
+    pinned_at: float | None = None,
 ) -> IdPlan:
     """Draw the id failure plan of one simulated cluster.
 
-    Episodes are the bursts of job-missing ids: a few per day-hour budget, 5-15 minutes each,
-    on 30-90 % of the compute nodes at once.
+    Episodes are the bursts of job-missing ids: ~1.3 per hour, 5-15 minutes each, on 30-90 %
+    of the compute nodes at once. The FQDN / `%j` / `%j:%u` nodes are drawn among `busy` nodes
+    (those that run jobs) so that their forms show up in short runs too. `pinned` is a node
+    that is known to run jobs from `pinned_at` on: each rare transient form is forced there
+    once, in consecutive buckets.
     """
     n = len(nodes)
-    shuffled = list(nodes)
-    rng.shuffle(shuffled)
-    k = max(1, round(n * 0.04))
-    fqdn = frozenset(shuffled[:k])
-    job_only = frozenset(shuffled[k : k + max(1, k // 2)])
-    job_uid = frozenset(shuffled[k + max(1, k // 2) : k + 2 * max(1, k // 2)])
+    pool = [nd for nd in (busy or nodes) if nd != pinned] or [nd for nd in nodes if nd != pinned]
+    rng.shuffle(pool)
+    k = max(1, round(n * 0.02))
+    fqdn = frozenset(pool[:k])
+    job_only = frozenset(pool[k : k + 1])
+    job_uid = frozenset(pool[k + 1 : k + 2])
     hours = (end - start) / 3600.0
     episodes = []
-    for _ in range(max(1, round(hours * 0.7))):
+    for _ in range(max(1, round(hours * 1.3))):
         length = rng.uniform(300.0, 900.0)
         t0 = rng.uniform(start + 600.0, max(start + 600.0, end - length - 600.0))
         share = rng.uniform(0.3, 0.9)
         chosen = frozenset(rng.sample(nodes, max(1, round(n * share))))
         episodes.append(Episode(t0, t0 + length, chosen))
     episodes.sort(key=lambda e: e.t0)
-    return IdPlan(fqdn, job_only, job_uid, tuple(episodes), 0.006, 0.012)
+    forced: tuple[tuple[tuple[str, int], str], ...] = ()
+    if pinned is not None and pinned_at is not None:
+        first = int(pinned_at // BROKEN_BUCKET) + 1
+        forms = ("duplicated", "overwritten", "job:", "job:uid:")
+        forced = tuple(((pinned, first + i), form) for i, form in enumerate(forms))
+    return IdPlan(fqdn, job_only, job_uid, tuple(episodes), 0.003, 0.012, forced)
 
 
 def _in_episode(plan: IdPlan, t: float, node: str, kind: str) -> bool:
@@ -115,11 +132,24 @@ def _in_episode(plan: IdPlan, t: float, node: str, kind: str) -> bool:
     return False
 
 
-def _unrecoverable(printed: str, job: str, salt: float) -> str:
-    """A duplicated character in the job part, or the first character overwritten by ':'."""
-    if salt < 0.5:
-        pos = int(salt * 2 * len(job)) % len(job)
-        return printed[: pos + 1] + printed[pos] + printed[pos + 1 :]
+def _transient_form(plan: IdPlan, job: int, node: str, bucket: int) -> str | None:
+    """The transient fault of (job, node) during one bucket, if any: "duplicated",
+    "overwritten" (unrecoverable), "job:" or "job:uid:" (host, or uid and host, lost)."""
+    for key, form in plan.forced:
+        if key == (node, bucket):
+            return form
+    u = unit_hash("broken", job, node, bucket)
+    if u < plan.p_unrecoverable:
+        return "duplicated" if unit_hash("how", job, node, bucket) < 0.5 else "overwritten"
+    if u < plan.p_unrecoverable + plan.p_trailing:
+        return "job:" if unit_hash("trail", job, node, bucket) < 0.5 else "job:uid:"
+    return None
+
+
+def _unrecoverable(printed: str, job: str, form: str) -> str:
+    """`113178544:...` (last digit of the job doubled) or `:1317854:...` (first char lost)."""
+    if form == "duplicated":
+        return printed[: len(job)] + printed[len(job) - 1 :]
     return ":" + printed[1:]
 
 
@@ -129,40 +159,34 @@ def compute_node_id(
     """The job_id printed for I/O of (`job`, `uid`) on compute node `node` at time `t`.
 
     `job` is None for processes outside any job (root health checks, monitoring daemons):
-    `%j` expands to nothing, giving `:0:node012`.
+    `%j` expands to nothing, giving `:0:node012`. Node configuration comes first (FQDN host,
+    `%j`, `%j:%u`), then transient faults of the process, then job-missing episodes.
     """
     fqdn = node in plan.fqdn_nodes
     host = f"{node}.{DOMAIN}" if fqdn else node
     pattern = FQDN_PATTERN if fqdn else JOB_PATTERN
     if job is None:
         return expand(pattern, job="", uid=uid, host=host, exe=exe), IdClass.SYSTEM
-    system = uid < 1000
     j = str(job)
+    printed, id_class = expand(pattern, job=j, uid=uid, host=host, exe=exe), (
+        IdClass.FQDN if fqdn else IdClass.EXACT
+    )
     if node in plan.job_only_nodes:
-        return expand("%j", job=j, uid=uid, host=host, exe=exe), (
-            IdClass.SYSTEM if system else IdClass.JOB_ONLY
-        )
-    if node in plan.job_uid_nodes:
-        return expand("%j:%u", job=j, uid=uid, host=host, exe=exe), (
-            IdClass.SYSTEM if system else IdClass.JOB_UID
-        )
-    if _in_episode(plan, t, node, kind):
-        return expand(pattern, job="", uid=uid, host=host, exe=exe), (
-            IdClass.SYSTEM if system else IdClass.JOB_MISSING
-        )
-    printed = expand(pattern, job=j, uid=uid, host=host, exe=exe)
-    bucket = int(t // BROKEN_BUCKET)
-    u = unit_hash("broken", job, node, bucket)
-    if u < plan.p_unrecoverable:
-        salt = unit_hash("how", job, node, bucket)
-        return _unrecoverable(printed, j, salt), IdClass.UNRECOVERABLE
-    if u < plan.p_unrecoverable + plan.p_trailing:
-        if unit_hash("trail", job, node, bucket) < 0.5:
-            return f"{j}:", IdClass.JOB_ONLY
-        return f"{j}:{uid}:", IdClass.JOB_UID
-    if system:
-        return printed, IdClass.SYSTEM
-    return printed, (IdClass.FQDN if fqdn else IdClass.EXACT)
+        printed, id_class = j, IdClass.JOB_ONLY
+    elif node in plan.job_uid_nodes:
+        printed, id_class = f"{j}:{uid}", IdClass.JOB_UID
+    else:
+        form = _transient_form(plan, job, node, int(t // BROKEN_BUCKET))
+        if form in ("duplicated", "overwritten"):
+            printed, id_class = _unrecoverable(printed, j, form), IdClass.UNRECOVERABLE
+        elif form == "job:":
+            printed, id_class = f"{j}:", IdClass.JOB_ONLY
+        elif form == "job:uid:":
+            printed, id_class = f"{j}:{uid}:", IdClass.JOB_UID
+        elif _in_episode(plan, t, node, kind):
+            printed = expand(pattern, job="", uid=uid, host=host, exe=exe)
+            id_class = IdClass.JOB_MISSING
+    return printed, (IdClass.SYSTEM if uid < 1000 else id_class)
 
 
 def login_node_id(*, uid: int, exe: str) -> tuple[str, IdClass]:

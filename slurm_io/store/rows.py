@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, ByteStats, Delta, JobId
+from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, Delta, JobId
 
 _BASE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("ts_start", "timestamptz"),
@@ -43,12 +43,16 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     + (("extra", "jsonb"),)
 )
 
-# Positions inside the counter part of a row (everything after the base columns but `extra`).
-_N_COUNTER_COLUMNS = len(BYTE_COUNTERS) * len(_BYTE_SUFFIXES) + len(OP_COUNTERS)
-_BYTE_POS = {name: i * len(_BYTE_SUFFIXES) for i, name in enumerate(BYTE_COUNTERS)}
-_OP_POS = {
-    name: len(BYTE_COUNTERS) * len(_BYTE_SUFFIXES) + i for i, name in enumerate(OP_COUNTERS)
+# Absolute column positions: where a counter's samples go, and where a byte counter's
+# six-column group starts.
+_N_BASE = len(_BASE_COLUMNS)
+_BYTE_POS = {name: _N_BASE + i * len(_BYTE_SUFFIXES) for i, name in enumerate(BYTE_COUNTERS)}
+_SAMPLES_POS = {name: pos + 1 for name, pos in _BYTE_POS.items()} | {
+    name: _N_BASE + len(BYTE_COUNTERS) * len(_BYTE_SUFFIXES) + i
+    for i, name in enumerate(OP_COUNTERS)
 }
+_EXTRA_POS = len(_COLUMNS) - 1
+_EMPTY_ROW: list[Any] = [None] * len(_COLUMNS)
 
 
 def delta_columns() -> list[str]:
@@ -61,31 +65,10 @@ def delta_column_types() -> list[str]:
     return [pg_type for _, pg_type in _COLUMNS]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _utc(ts: float) -> datetime:
     # A batch repeats the same few t0/t1 values thousands of times: cache the conversion.
     return datetime.fromtimestamp(ts, UTC)
-
-
-def _byte_group(stats: ByteStats) -> list[Any]:
-    """[sum, samples, sumsq, min, max, hist] of one byte counter, zeros as NULL.
-
-    min/max are not deltas but extremes, so they are kept as printed (a 0 minimum is a real
-    zero-length request); when the counter did not move at all the whole group is NULL.
-    """
-    if not stats.samples:
-        return [None] * len(_BYTE_SUFFIXES)
-    hist = None
-    if stats.hist:
-        hist = {label: count for label, count in stats.hist if count} or None
-    return [
-        stats.sum or None,
-        stats.samples,
-        float(stats.sumsq) if stats.sumsq else None,
-        stats.min,
-        stats.max,
-        hist,
-    ]
 
 
 def to_row(delta: Delta, jid: JobId, target_id: int, host_id: int | None) -> tuple[Any, ...]:
@@ -93,40 +76,51 @@ def to_row(delta: Delta, jid: JobId, target_id: int, host_id: int | None) -> tup
 
     Counters outside the model's KNOWN_COUNTERS go to `extra` as {name: samples} so that a
     Lustre release adding a counter loses nothing before the schema learns a column for it.
+    A byte counter's min/max are extremes, not deltas, so they are kept as printed (a 0
+    minimum is a real zero-length request); when the counter did not move in the interval
+    its whole group is NULL. Histogram buckets that did not move are left out.
+
+    Written for speed (it runs for every row at >150k rows/s): one list filled by position.
     """
-    counters: list[Any] = [None] * _N_COUNTER_COLUMNS
+    row = _EMPTY_ROW.copy()
+    last = delta.last_update
+    row[0] = _utc(delta.t0)
+    row[1] = _utc(delta.t1)
+    # Not through the cache: snapshot times differ from entry to entry.
+    row[2] = datetime.fromtimestamp(last, UTC) if last is not None else None
+    row[3] = target_id
+    row[4] = int(jid.id_class)
+    row[5] = jid.job
+    row[6] = jid.uid
+    row[7] = host_id
+    row[8] = int(delta.flags)
+    row[9] = delta.raw_id
     extra: dict[str, int] | None = None
     for name, value in delta.samples.items():
-        pos = _OP_POS.get(name)
-        if pos is not None:
-            if value:
-                counters[pos] = value
-        elif name in _BYTE_POS:
-            if value and name not in delta.stats:  # samples printed without statistics
-                counters[_BYTE_POS[name] + 1] = value
-        elif value:
-            if extra is None:
-                extra = {}
-            extra[name] = value
+        if value:
+            pos = _SAMPLES_POS.get(name)
+            if pos is not None:
+                row[pos] = value
+            elif extra is None:
+                extra = {name: value}
+            else:
+                extra[name] = value
+    row[_EXTRA_POS] = extra
     for name, stats in delta.stats.items():
         pos = _BYTE_POS.get(name)
-        if pos is not None:
-            counters[pos : pos + len(_BYTE_SUFFIXES)] = _byte_group(stats)
-    last = delta.last_update
-    return (
-        _utc(delta.t0),
-        _utc(delta.t1),
-        _utc(last) if last is not None else None,
-        target_id,
-        int(jid.id_class),
-        jid.job,
-        jid.uid,
-        host_id,
-        int(delta.flags),
-        delta.raw_id,
-        *counters,
-        extra,
-    )
+        if pos is None:
+            continue
+        if not stats.samples:
+            row[pos + 1] = None  # no movement: the whole group stays NULL
+            continue
+        row[pos] = stats.sum or None
+        row[pos + 1] = stats.samples
+        row[pos + 2] = float(stats.sumsq) if stats.sumsq else None
+        row[pos + 3] = stats.min
+        row[pos + 4] = stats.max
+        if stats.hist:
+            row[pos + 5] = {label: count for label, count in stats.hist if count} or None
+    return tuple(row)
 
 
 _TARGET_RE = re.compile(r"(?:(?P<fs>.+)-)?(?P<kind>MDT|OST)(?P<idx>[0-9a-fA-F]{4,8})")

@@ -18,12 +18,16 @@ this keeps its locks out of the (longer) COPY transaction.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from operator import attrgetter
 from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import errors, pq, sql
+from psycopg.copy import QueuedLibpqWriter
+from psycopg.types.json import set_json_dumps
 
 from slurm_io.model import Batch
 from slurm_io.store import partitions
@@ -35,6 +39,36 @@ _COPY_SQL = sql.SQL("COPY jobstats_delta ({}) FROM STDIN (FORMAT BINARY)").forma
     sql.SQL(", ").join(sql.Identifier(c) for c in delta_columns())
 )
 _COPY_TYPES = delta_column_types()
+_T1, _TARGET, _HOST = attrgetter("t1"), attrgetter("target"), attrgetter("host")
+
+# JSON keys known not to need escaping (histogram labels, counter names: a small vocabulary).
+_PLAIN_KEYS: set[str] = set()
+_MAX_PLAIN_KEYS = 10_000
+
+
+def _plain_key(key: object) -> bool:
+    if not isinstance(key, str) or len(_PLAIN_KEYS) >= _MAX_PLAIN_KEYS:
+        return False
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        _PLAIN_KEYS.add(key)
+        return True
+    return False
+
+
+def _json_dumps(obj: object) -> str:
+    """json.dumps for the {str: int} objects of hist/extra, ~2x faster (0.7 vs 1.8 us).
+
+    jsonb columns are serialised once per row at >150k rows/s, so this is a measurable part
+    of ingest. Anything but a dict of plain keys to exact ints goes to json.dumps.
+    """
+    if type(obj) is dict:
+        parts = []
+        for key, value in obj.items():
+            if type(value) is not int or (key not in _PLAIN_KEYS and not _plain_key(key)):
+                return json.dumps(obj)
+            parts.append(f'"{key}":{value}')
+        return "{" + ",".join(parts) + "}"
+    return json.dumps(obj)
 
 
 @dataclass
@@ -67,8 +101,8 @@ def write_batch(conn: psycopg.Connection, batch: Batch) -> bool:
         return _write(conn, batch)
 
 
-def _batch_days(batch: Batch) -> set[date]:
-    ends = {delta.t1 for delta, _ in batch.deltas}
+def _days(ends: set[float]) -> set[date]:
+    """UTC days of the batch's interval ends, plus AHEAD_DAYS after the newest."""
     days = {partitions.day_of(t) for t in ends}
     if days:
         newest = max(days)
@@ -80,7 +114,17 @@ def _write(conn: psycopg.Connection, batch: Batch) -> bool:
     dims = _dimensions.get(conn)
     if dims is None:
         dims = _dimensions[conn] = _Dimensions()
-    partitions.ensure_days(conn, _batch_days(batch))
+    # One pass per attribute with C-level map/attrgetter: ~0.1 us per row instead of ~1 us
+    # for Python-level set comprehensions.
+    if batch.deltas:
+        deltas, jids = zip(*batch.deltas, strict=True)
+        ends, names = set(map(_T1, deltas)), set(map(_TARGET, deltas))
+        host_names = set(map(_HOST, jids))
+        host_names.discard(None)
+        host_names.discard("")
+    else:
+        ends, names, host_names = set(), set(), set()
+    partitions.ensure_days(conn, _days(ends))
 
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(
@@ -99,15 +143,14 @@ def _write(conn: psycopg.Connection, batch: Batch) -> bool:
         )
         if cur.fetchone() is None:
             return False  # already ingested: the empty transaction just commits
-        new_targets = _target_ids(cur, {d.target for d, _ in batch.deltas} - dims.targets.keys())
-        new_hosts = _host_ids(
-            cur, {j.host for _, j in batch.deltas if j.host} - dims.hosts.keys()
-        )
+        new_targets = _target_ids(cur, names - dims.targets.keys())
+        new_hosts = _host_ids(cur, host_names - dims.hosts.keys())
         targets = dims.targets | new_targets if new_targets else dims.targets
         hosts = dims.hosts | new_hosts if new_hosts else dims.hosts
         if batch.deltas:
             host_id = hosts.get
-            with cur.copy(_COPY_SQL) as copy:
+            set_json_dumps(_json_dumps, context=cur)
+            with cur.copy(_COPY_SQL, writer=QueuedLibpqWriter(cur)) as copy:
                 copy.set_types(_COPY_TYPES)
                 write_row = copy.write_row
                 for delta, jid in batch.deltas:
@@ -143,11 +186,11 @@ def _target_ids(cur: psycopg.Cursor, names: set[str]) -> dict[str, int]:
     return dict(cur.fetchall())
 
 
-def _host_ids(cur: psycopg.Cursor, names: set[str | None]) -> dict[str, int]:
+def _host_ids(cur: psycopg.Cursor, names: set[str]) -> dict[str, int]:
     """Ids of hosts not yet cached, inserting the unknown ones (sorted, as for targets)."""
     if not names:
         return {}
-    ordered = sorted(n for n in names if n)
+    ordered = sorted(names)
     cur.execute(
         "INSERT INTO host (name) SELECT unnest(%s::text[]) ON CONFLICT (name) DO NOTHING",
         (ordered,),

@@ -51,7 +51,8 @@ def test_unchanged_entries_emit_nothing():
 
 
 def test_new_id_counts_from_zero_since_the_previous_read():
-    _, (d,) = run([(0, [entry("a", rb=4096)]), (120, [entry("a", rb=4096), entry("b", wb=1048576)])])
+    _, (d,) = run([(0, [entry("a", rb=4096)]),
+                   (120, [entry("a", rb=4096), entry("b", wb=1048576)])])
     assert d.raw_id == "b" and d.t0 == 0 and d.flags & DeltaFlag.NEW
     assert d.stats["write_bytes"].sum == 1048576
 

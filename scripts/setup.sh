@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Idempotent set-up on Debian 12: system packages the project runs against, and a virtualenv
+# (.venv) with slurm-io installed in editable mode. Safe to run again; quick when done before.
+#   SLURM_IO_EXTRAS=test  also installs the test tools (pytest, hypothesis, ruff, aiosmtpd).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+# PostgreSQL server binaries for the embedded private database (and the tests). Debian's
+# package would create and start a cluster on port 5432: tell postgresql-common not to.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    mkdir -p /etc/postgresql-common
+    if [ ! -f /etc/postgresql-common/createcluster.conf ] || \
+       ! grep -q '^create_main_cluster' /etc/postgresql-common/createcluster.conf; then
+        echo "create_main_cluster = false" >> /etc/postgresql-common/createcluster.conf
+    fi
+    need_apt+=(postgresql-15)
+fi
+python3 -m venv --help >/dev/null 2>&1 || need_apt+=(python3-venv)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: need root to install: ${need_apt[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+extras="${SLURM_IO_EXTRAS:-}"
+spec="."
+[ -n "$extras" ] && spec=".[${extras}]"
+stamp=".venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras:-none}"
+if [ ! -f "$stamp" ]; then
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -e "$spec"
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi

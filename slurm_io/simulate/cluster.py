@@ -1,0 +1,567 @@
+"""The workload of a simulated Slurm cluster: who runs what, where, when, with how much I/O.
+
+Pure: everything is drawn from the `random.Random` passed in, so a seed fixes the whole
+workload. The model is small but keeps the features that make attribution hard: multi-node
+jobs, nodes shared by several jobs of different users AND of one user, array tasks (whose
+Lustre `%j` is the raw job id), I/O pauses longer than Lustre's 600 s cleanup interval, login
+node and root/daemon traffic outside any job, and jobs with very different request sizes
+(1-4 MiB streaming, 4 KiB small I/O, a metadata storm).
+
+The I/O of a process identity on one node is a list of `Phase`s (steady rates over an
+interval); `bursts()` cuts a phase into timed increments for the Lustre model.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+NODE_SLOTS = 4  # allocation units per node: single-slot jobs share nodes
+BURST_EVERY = 40.0  # seconds between two increments of one phase on one target kind
+MIB = 1 << 20
+
+BIG_SIZES: tuple[tuple[int, float], ...] = ((MIB, 0.25), (2 * MIB, 0.15), (4 * MIB, 0.6))
+SMALL_SIZES: tuple[tuple[int, float], ...] = ((4096, 0.7), (8192, 0.1), (16384, 0.1),
+                                              (65536, 0.1))
+MIXED_SIZES: tuple[tuple[int, float], ...] = ((4096, 0.1), (65536, 0.2), (MIB, 0.7))
+
+DATA_MD: tuple[tuple[str, float], ...] = (
+    ("open", 0.3), ("close", 0.3), ("getattr", 0.25), ("setattr", 0.05), ("statfs", 0.02),
+    ("unlink", 0.04), ("mkdir", 0.02), ("rename", 0.02),
+)
+STORM_MD: tuple[tuple[str, float], ...] = (
+    ("open", 0.2), ("close", 0.2), ("getattr", 0.35), ("mkdir", 0.03), ("rmdir", 0.02),
+    ("unlink", 0.1), ("setattr", 0.03), ("getxattr", 0.04), ("rename", 0.02), ("link", 0.01),
+)
+STATFS_MD: tuple[tuple[str, float], ...] = (("statfs", 0.7), ("getattr", 0.3))
+FIND_MD: tuple[tuple[str, float], ...] = (("getattr", 0.8), ("getxattr", 0.15),
+                                          ("statfs", 0.05))
+OST_OPS: tuple[tuple[str, float], ...] = (
+    ("punch", 0.1), ("setattr", 0.2), ("getattr", 0.4), ("sync", 0.2), ("statfs", 0.1),
+)
+
+PROFILES: tuple[tuple[str, float], ...] = (
+    ("stream", 0.25), ("checkpoint", 0.15), ("smallio", 0.2), ("mdstorm", 0.05),
+    ("quiet", 0.35),
+)
+_JOB_NAMES: dict[str, tuple[str, ...]] = {
+    "stream": ("cp2k", "gromacs", "wrf", "openfoam"),
+    "checkpoint": ("lammps", "namd", "train_ckpt"),
+    "smallio": ("bwa_align", "blast", "samtools"),
+    "mdstorm": ("untar_dataset", "pip_install", "snakemake"),
+    "quiet": ("postproc", "plot", "sleep_test"),
+}
+_USER_NAMES = (
+    "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
+    "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "zoe",
+)
+SYSTEM_USERS: tuple[tuple[int, str], ...] = ((0, "root"), (998, "telegraf"))
+LOGIN_EXES: tuple[str, ...] = ("rsync", "cp", "tar", "scp", "python3", "git")
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    uid: int
+    gid: int
+    group: str
+    accounts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One Slurm job (or array task) as sacct reports it, plus the I/O profile it runs."""
+
+    raw_id: int  # JobIDRaw == SLURM_JOB_ID == Lustre's %j
+    job_id: str  # JobID: "123" or "120_4" for array tasks
+    name: str
+    user: User
+    account: str
+    partition: str
+    n_nodes: int
+    nodes: tuple[str, ...]  # () when it never started
+    submit: int
+    start: int | None
+    end: int | None  # None while RUNNING at the end of the simulation
+    state: str
+    exit_code: str
+    work_dir: str
+    submit_line: str
+    profile: str
+
+
+class Phase(NamedTuple):
+    """Steady I/O of one process identity on one node during [t0, t1)."""
+
+    t0: float
+    t1: float
+    node: str
+    job: int | None  # raw job id, None outside jobs
+    uid: int
+    exe: str
+    login: bool  # on a login node (ids printed as %e.%u)
+    osts: tuple[int, ...]
+    read_rate: float  # bytes/s
+    write_rate: float
+    read_sizes: tuple[tuple[int, float], ...]
+    write_sizes: tuple[tuple[int, float], ...]
+    md_rate: float  # MDT operations/s
+    md_mix: tuple[tuple[str, float], ...]
+    ost_op_rate: float  # OST operations (punch, setattr, ...)/s
+
+
+class Burst(NamedTuple):
+    """What one phase did to one target at time t (request sizes with their counts)."""
+
+    t: float
+    phase: Phase
+    kind: str  # "MDT" or "OST"
+    ost: int  # OST index (0 for the MDT)
+    ops: tuple[tuple[str, int], ...]
+    reads: tuple[tuple[int, int], ...]  # (request size, count)
+    writes: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Workload:
+    nodes: tuple[str, ...]
+    login_nodes: tuple[str, ...]
+    users: tuple[User, ...]
+    jobs: tuple[Job, ...]
+    phases: tuple[Phase, ...]  # sorted by t0
+    planted_at: float  # from then on nodes[0] runs the planted shared-node jobs (~1 h)
+
+
+@dataclass
+class _Draft:
+    """A job before ids are handed out (ids follow submit order, as in Slurm)."""
+
+    user: User
+    profile: str
+    n_nodes: int
+    slots: int
+    submit: int
+    duration: int
+    state: str
+    exit_code: str
+    nodes: tuple[str, ...] = ()
+    start: int | None = None
+    array: tuple[int, int] | None = None  # (array key, task index)
+    name: str = ""
+    account: str = ""
+    raw_id: int = 0
+    job_id: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _weighted(rng: random.Random, items: tuple[tuple[str, float], ...]) -> str:
+    return rng.choices([k for k, _ in items], weights=[w for _, w in items])[0]
+
+
+def make_nodes(n_nodes: int) -> tuple[str, ...]:
+    return tuple(f"node{i:03d}" for i in range(1, n_nodes + 1))
+
+
+def make_users(rng: random.Random, n_users: int) -> tuple[User, ...]:
+    """Users with uids >= 1000 (sparse, as from a site directory) and 1-2 project accounts."""
+    users = []
+    uid = 1000 + rng.randrange(1, 50)
+    for i in range(n_users):
+        base = _USER_NAMES[i % len(_USER_NAMES)]
+        name = base if i < len(_USER_NAMES) else f"{base}{i // len(_USER_NAMES)}"
+        uid += rng.randrange(1, 400)
+        n_acc = 1 + (rng.random() < 0.3)
+        accounts = tuple(f"project_{2001000 + rng.randrange(0, 40)}" for _ in range(n_acc))
+        users.append(User(name, uid, uid, name, accounts))
+    return tuple(users)
+
+
+class _Scheduler:
+    """Slot bookkeeping per node: enough to place jobs with realistic node sharing."""
+
+    def __init__(self, nodes: tuple[str, ...]) -> None:
+        self.nodes = nodes
+        self.allocs: dict[str, list[tuple[int, int, int]]] = {n: [] for n in nodes}
+
+    def used(self, node: str, t0: int, t1: int) -> int:
+        overlapping = [(s, e, k) for s, e, k in self.allocs[node] if s < t1 and e > t0]
+        points = [t0] + [s for s, _, _ in overlapping if s > t0]
+        return max(sum(k for s, e, k in overlapping if s <= p < e) for p in points)
+
+    def find(self, rng: random.Random, n: int, slots: int, t0: int, t1: int
+             ) -> tuple[str, ...] | None:
+        order = list(self.nodes)
+        rng.shuffle(order)
+        if slots < NODE_SLOTS:  # pack small jobs onto nodes already in use: shared nodes
+            order.sort(key=lambda nd: 0 if self.used(nd, t0, t0 + 1) > 0 else 1)
+        chosen: list[str] = []
+        for nd in order:
+            if self.used(nd, t0, t1) + slots <= NODE_SLOTS:
+                chosen.append(nd)
+                if len(chosen) == n:
+                    return tuple(sorted(chosen))
+        return None
+
+    def take(self, nodes: tuple[str, ...], slots: int, t0: int, t1: int) -> None:
+        for nd in nodes:
+            self.allocs[nd].append((t0, t1, slots))
+
+
+def _draw_state(rng: random.Random, duration: int) -> tuple[str, str, int]:
+    """(state, exit code, actual duration): most complete, some fail early, time out, cancel."""
+    r = rng.random()
+    if r < 0.8:
+        return "COMPLETED", "0:0", duration
+    if r < 0.88:
+        return "FAILED", f"{rng.choice((1, 2, 127))}:0", max(60, int(duration * rng.random()))
+    if r < 0.94:
+        return "TIMEOUT", "0:0", duration
+    return "CANCELLED", "0:0", max(60, int(duration * rng.random()))
+
+
+def _random_drafts(rng: random.Random, users: tuple[User, ...], start: int, end: int,
+                   jobs_per_hour: float) -> list[_Draft]:
+    drafts = []
+    t = float(start)
+    heavy = [1.0 / (1 + i) for i in range(len(users))]  # a few users submit most jobs
+    while True:
+        t += rng.expovariate(jobs_per_hour / 3600.0)
+        if t >= end - 600:
+            return drafts
+        profile = _weighted(rng, PROFILES)
+        if profile in ("stream", "checkpoint"):
+            n_nodes = rng.choices((1, 2, 4, 8), weights=(0.4, 0.3, 0.2, 0.1))[0]
+        else:
+            n_nodes = 1
+        slots = NODE_SLOTS if n_nodes > 1 else rng.choice((1, 1, 2))
+        duration = int(min(4 * 3600, max(480, rng.lognormvariate(math.log(2700), 0.6))))
+        state, exit_code, actual = _draw_state(rng, duration)
+        user = rng.choices(users, weights=heavy)[0]
+        drafts.append(_Draft(user, profile, n_nodes, slots, int(t), actual, state, exit_code))
+
+
+def _planted_drafts(users: tuple[User, ...], n_nodes: int, t: int) -> list[_Draft]:
+    """Scenarios a test must be able to rely on, placed before the random jobs.
+
+    Two jobs of one uid plus a job of another uid on the same node at once (the `:uid:host`
+    ambiguity), a 4-task job array, a metadata storm and a wide streaming job.
+    """
+    u = [users[i % len(users)] for i in range(5)]
+    wide = max(1, min(8, n_nodes // 2))
+    drafts = [
+        _Draft(u[0], "smallio", 1, 1, t, 3600, "COMPLETED", "0:0", extra={"pin": "shared"}),
+        _Draft(u[0], "stream", 1, 1, t + 300, 2400, "COMPLETED", "0:0",
+               extra={"pin": "shared"}),
+        _Draft(u[1], "checkpoint", 1, 2, t + 120, 3000, "COMPLETED", "0:0",
+               extra={"pin": "shared"}),
+        _Draft(u[3], "mdstorm", min(2, n_nodes), NODE_SLOTS, t + 1800, 2700, "COMPLETED", "0:0"),
+        _Draft(u[4], "stream", wide, NODE_SLOTS, t + 1200, 5400, "COMPLETED", "0:0"),
+    ]
+    for i in range(4):
+        drafts.append(
+            _Draft(u[2], "quiet" if i % 2 else "smallio", 1, 1, t + 60, 1500 + 300 * i,
+                   "COMPLETED" if i != 2 else "FAILED", "0:0" if i != 2 else "1:0",
+                   array=(0, i + 1), name="postproc", extra={"delay": str(i * 600)})
+        )
+    return drafts
+
+
+def _place(rng: random.Random, sched: _Scheduler, d: _Draft, shared_node: str) -> None:
+    if d.extra.get("pin") == "shared":
+        d.start, d.nodes = d.submit, (shared_node,)
+        sched.take(d.nodes, d.slots, d.submit, d.submit + d.duration)
+        return
+    t0 = d.submit + int(d.extra.get("delay", "0")) + rng.randrange(0, 300)
+    for _ in range(24):  # wait up to two hours in the queue
+        nodes = sched.find(rng, d.n_nodes, d.slots, t0, t0 + d.duration)
+        if nodes is not None:
+            d.start, d.nodes = t0, nodes
+            sched.take(nodes, d.slots, t0, t0 + d.duration)
+            return
+        t0 += 300
+    d.state, d.exit_code, d.duration = "CANCELLED", "0:0", t0 - d.submit  # never started
+
+
+def _assign_ids(rng: random.Random, drafts: list[_Draft]) -> None:
+    """Ids follow submit order; array tasks share their array's id as JobID prefix and the
+    last task keeps the array's own id as JobIDRaw (as Slurm does: `6_1|9`, `6_2|6`)."""
+    next_id = rng.randrange(3_000_000, 9_000_000)
+    sizes: dict[int, int] = {}
+    for d in drafts:
+        if d.array is not None:
+            sizes[d.array[0]] = sizes.get(d.array[0], 0) + 1
+    bases: dict[int, int] = {}
+    for d in sorted(drafts, key=lambda x: (x.submit, x.array or (0, 0))):
+        if d.array is None:
+            d.raw_id, d.job_id = next_id, str(next_id)
+            next_id += 1
+            continue
+        key, task = d.array
+        if key not in bases:
+            bases[key] = next_id
+            next_id += sizes[key]
+        base = bases[key]
+        d.raw_id = base if task == sizes[key] else base + task
+        d.job_id = f"{base}_{task}"
+
+
+def _finish(d: _Draft, rng: random.Random, end: int) -> Job:
+    name = d.name or rng.choice(_JOB_NAMES[d.profile])
+    account = rng.choice(d.user.accounts)
+    running = d.start is not None and d.start + d.duration > end
+    state = "RUNNING" if running else d.state
+    if state == "CANCELLED":
+        state = f"CANCELLED by {d.user.uid}"
+    job_end = None if running else (d.start if d.start is not None else d.submit) + d.duration
+    if d.array:
+        submit_line = f"sbatch --array=1-4 {name}.sh"
+    elif d.n_nodes > 1:
+        submit_line = f"sbatch -N{d.n_nodes} --exclusive {name}.sh"
+    else:
+        submit_line = f"sbatch -n{d.slots} {name}.sh"
+    return Job(
+        raw_id=d.raw_id,
+        job_id=d.job_id,
+        name=name,
+        user=d.user,
+        account=account,
+        partition="large" if d.n_nodes > 1 else "small",
+        n_nodes=d.n_nodes,
+        nodes=d.nodes,
+        submit=d.submit,
+        start=d.start,
+        end=job_end,
+        state=state,
+        exit_code="0:0" if running else d.exit_code,
+        work_dir=f"/scratch/{account}/{d.user.name}/{name}",
+        submit_line=submit_line,
+        profile=d.profile,
+    )
+
+
+def make_jobs(rng: random.Random, users: tuple[User, ...], nodes: tuple[str, ...], *,
+              start: int, end: int, jobs_per_hour: float, planted_at: int) -> tuple[Job, ...]:
+    """Jobs of the simulated period, scheduled onto nodes, in sacct order (submit, id)."""
+    sched = _Scheduler(nodes)
+    planted = _planted_drafts(users, len(nodes), planted_at) if planted_at < end - 900 else []
+    drafts = planted + _random_drafts(rng, users, start, end, jobs_per_hour)
+    shared_node = nodes[0]
+    for d in drafts:
+        _place(rng, sched, d, shared_node)
+    _assign_ids(rng, drafts)
+    jobs = [_finish(d, rng, end) for d in drafts]
+    return tuple(sorted(jobs, key=_sacct_order))
+
+
+def _sacct_order(job: Job) -> tuple[int, int, int]:
+    """sacct lists by submit time, array tasks by task index under their array id."""
+    base, _, task = job.job_id.partition("_")
+    return (job.submit, int(base), int(task or 0))
+
+
+# --- I/O phases ----------------------------------------------------------------------------
+
+def _segments(rng: random.Random, profile: str, s: float, e: float) -> list[tuple[float, float,
+                                                                                      str]]:
+    """The job's I/O timeline as (t0, t1, mode); gaps between segments are compute time."""
+    segs: list[tuple[float, float, str]] = []
+    if profile in ("stream", "checkpoint"):
+        t = s + rng.uniform(60, 300)
+        segs.append((s, t, "read"))
+        lo, hi = (300.0, 1500.0) if profile == "stream" else (700.0, 1600.0)
+        while True:
+            t += rng.uniform(lo, hi)
+            if t >= e:
+                break
+            w = rng.uniform(60, 240)
+            segs.append((t, min(t + w, e), "write"))
+            t += w
+    elif profile == "smallio":
+        t = s
+        while t < e:
+            d = rng.uniform(300, 900)
+            segs.append((t, min(t + d, e), "small"))
+            t += d + rng.uniform(30, 200)
+    elif profile == "mdstorm":
+        t = s + rng.uniform(0, 120)
+        while t < e:
+            d = rng.uniform(200, 600)
+            segs.append((t, min(t + d, e), "meta"))
+            t += d + rng.uniform(100, 900)
+    else:  # quiet: read the input, compute, write the result
+        segs.append((s, min(e, s + rng.uniform(30, 90)), "light"))
+        if e - s > 300:
+            segs.append((e - rng.uniform(30, 90), e, "light"))
+    return [(a, b, m) for a, b, m in segs if b > a]
+
+
+def _mode_phase(rng: random.Random, mode: str, *, t0: float, t1: float, node: str,
+                job: int | None, uid: int, exe: str, n_osts: int, factor: float,
+                login: bool = False) -> Phase:
+    k = min(n_osts, 2 if mode in ("read", "write") else 1)
+    osts = tuple(sorted(rng.sample(range(n_osts), k)))
+    rate = rng.uniform(200, 800) * MIB * factor
+    if mode == "read":
+        return Phase(t0, t1, node, job, uid, exe, login, osts, rate, 0.0, BIG_SIZES, BIG_SIZES,
+                     rng.uniform(2, 5), DATA_MD, 0.05)
+    if mode == "write":
+        return Phase(t0, t1, node, job, uid, exe, login, osts, 0.0, rate, BIG_SIZES, BIG_SIZES,
+                     rng.uniform(2, 5), DATA_MD, 0.1)
+    if mode == "small":
+        return Phase(t0, t1, node, job, uid, exe, login, osts, rng.uniform(2, 10) * MIB * factor,
+                     rng.uniform(1, 5) * MIB * factor, SMALL_SIZES, SMALL_SIZES,
+                     rng.uniform(20, 80), DATA_MD, 0.5)
+    if mode == "meta":
+        return Phase(t0, t1, node, job, uid, exe, login, osts, 0.2 * MIB, 0.2 * MIB,
+                     SMALL_SIZES, SMALL_SIZES, rng.uniform(300, 2500) * factor, STORM_MD, 0.2)
+    return Phase(t0, t1, node, job, uid, exe, login, osts, rng.uniform(5, 20) * MIB,
+                 rng.uniform(5, 20) * MIB, MIXED_SIZES, MIXED_SIZES, 5.0, DATA_MD, 0.1)
+
+
+def job_phases(rng: random.Random, job: Job, n_osts: int, io_start: float, io_end: float
+               ) -> list[Phase]:
+    """The job's I/O on each of its nodes, clipped to the observed window [io_start, io_end]."""
+    if job.start is None:
+        return []
+    s = float(job.start)
+    e = float(job.end) if job.end is not None else io_end
+    segs = _segments(rng, job.profile, s, e)
+    phases = []
+    for node in job.nodes:
+        factor = rng.uniform(0.7, 1.3)
+        skew = rng.uniform(-20.0, 20.0)
+        for a, b, mode in segs:
+            a2 = max(a + skew, s, io_start)
+            b2 = min(b + skew, e, io_end)
+            if b2 > a2:
+                phases.append(_mode_phase(rng, mode, t0=a2, t1=b2, node=node, job=job.raw_id,
+                                          uid=job.user.uid, exe=job.name, n_osts=n_osts,
+                                          factor=factor))
+    return phases
+
+
+def login_phases(rng: random.Random, users: tuple[User, ...], login_nodes: tuple[str, ...],
+                 n_osts: int, io_start: float, io_end: float) -> list[Phase]:
+    """Users copying data on login nodes (rsync, cp, tar ...): `%e.%u` ids, no job."""
+    phases = []
+    t = io_start
+    rate = max(1, len(users)) * 0.9 / 3600.0
+    while True:
+        t += rng.expovariate(rate)
+        if t >= io_end:
+            return phases
+        user = rng.choice(users)
+        exe = rng.choice(LOGIN_EXES)
+        mode = "small" if exe in ("git", "python3") else rng.choice(("read", "write", "light"))
+        end = min(io_end, t + rng.uniform(120, 1800))
+        phases.append(_mode_phase(rng, mode, t0=t, t1=end, node=rng.choice(login_nodes),
+                                  job=None, uid=user.uid, exe=exe, n_osts=n_osts,
+                                  factor=0.3, login=True))
+
+
+def system_phases(rng: random.Random, nodes: tuple[str, ...], login_nodes: tuple[str, ...],
+                  n_osts: int, io_start: float, io_end: float) -> list[Phase]:
+    """Root and daemon traffic: health checks on compute nodes (`:0:node012`), `lfs find` as
+    root and a monitoring agent on the login nodes (`lfs.0`, `telegraf.998`), a root backup."""
+    phases: list[Phase] = []
+    for node in nodes:
+        t = io_start + rng.uniform(0, 3600)
+        writes = rng.random() < 0.25
+        while t < io_end:
+            end = min(io_end, t + rng.uniform(20, 60))
+            phases.append(Phase(t, end, node, None, 0, "nhc", False, (rng.randrange(n_osts),),
+                                0.0, 8192.0 if writes else 0.0, SMALL_SIZES, SMALL_SIZES, 2.0,
+                                STATFS_MD, 0.0))
+            t += 3600
+    admin, other = login_nodes[0], login_nodes[-1]
+    t = io_start + rng.uniform(0, 600)
+    while t < io_end:  # telegraf: statfs to every target every 10 minutes
+        end = min(io_end, t + 5)
+        phases.append(Phase(t, end, admin, None, 998, "telegraf", True, tuple(range(n_osts)),
+                            0.0, 0.0, SMALL_SIZES, SMALL_SIZES, 0.4, STATFS_MD, 0.4))
+        t += 600
+    t = io_start + rng.uniform(300, 2700)
+    while t < io_end:  # lfs find by root
+        end = min(io_end, t + rng.uniform(60, 300))
+        phases.append(Phase(t, end, admin, None, 0, "lfs", True, (0,), 0.0, 0.0, SMALL_SIZES,
+                            SMALL_SIZES, rng.uniform(200, 800), FIND_MD, 0.0))
+        t += rng.uniform(1800, 3600)
+    t = io_start + rng.uniform(600, max(600.0, (io_end - io_start) / 2))
+    if t < io_end:  # a backup with a space in its process name
+        end = min(io_end, t + rng.uniform(1200, 2400))
+        phases.append(Phase(t, end, other, None, 0, "backup rsync", True,
+                            tuple(sorted(rng.sample(range(n_osts), min(2, n_osts)))),
+                            150 * MIB, 0.0, BIG_SIZES, BIG_SIZES, 10.0, DATA_MD, 0.0))
+    return phases
+
+
+def build_workload(rng: random.Random, *, start: int, end: int, io_start: float,
+                   io_end: float, n_nodes: int, n_users: int, jobs_per_hour: float,
+                   n_osts: int) -> Workload:
+    """Nodes, users, jobs and every I/O phase of the simulated period."""
+    nodes = make_nodes(n_nodes)
+    login_nodes = ("login01", "login02")
+    users = make_users(rng, n_users)
+    planted_at = int(io_start) + 300
+    jobs = make_jobs(rng, users, nodes, start=start, end=end, jobs_per_hour=jobs_per_hour,
+                     planted_at=planted_at)
+    phases: list[Phase] = []
+    for job in jobs:
+        phases += job_phases(rng, job, n_osts, io_start, io_end)
+    phases += login_phases(rng, users, login_nodes, n_osts, io_start, io_end)
+    phases += system_phases(rng, nodes, login_nodes, n_osts, io_start, io_end)
+    phases.sort(key=lambda p: (p.t0, p.node, p.uid, p.exe))
+    return Workload(nodes, login_nodes, users, jobs, tuple(phases), float(planted_at))
+
+
+# --- increments ---------------------------------------------------------------------------
+
+def _requests(rng: random.Random, nbytes: float, sizes: tuple[tuple[int, float], ...]
+              ) -> tuple[tuple[int, int], ...]:
+    out = []
+    for size, weight in sizes:
+        count = int(nbytes * weight / size + rng.random())  # stochastic rounding
+        if count:
+            out.append((size, count))
+    return tuple(out)
+
+
+def _ops(rng: random.Random, n: float, mix: tuple[tuple[str, float], ...]
+         ) -> tuple[tuple[str, int], ...]:
+    out = []
+    for name, weight in mix:
+        count = int(n * weight + rng.random())
+        if count:
+            out.append((name, count))
+            if name == "rename":  # Lustre also counts the rename as same-dir or cross-dir
+                out.append(("samedir_rename", count))
+    return tuple(out)
+
+
+def bursts(rng: random.Random, phase: Phase, a: float, b: float) -> list[Burst]:
+    """The increments of `phase` during [a, b): one OST and one MDT burst every ~40 s."""
+    span = b - a
+    if span <= 0:
+        return []
+    n = max(1, round(span / BURST_EVERY))
+    step = span / n
+    out = []
+    data = phase.read_rate > 0 or phase.write_rate > 0 or phase.ost_op_rate > 0
+    for i in range(n):
+        if data:
+            jitter = rng.uniform(0.5, 1.5)
+            reads = _requests(rng, phase.read_rate * step * jitter, phase.read_sizes)
+            writes = _requests(rng, phase.write_rate * step * jitter, phase.write_sizes)
+            ops = _ops(rng, phase.ost_op_rate * step, OST_OPS)
+            ost = phase.osts[rng.randrange(len(phase.osts))]
+            t = min(b, a + (i + rng.random()) * step)
+            if reads or writes or ops:
+                out.append(Burst(t, phase, "OST", ost, ops, reads, writes))
+        if phase.md_rate > 0:
+            ops = _ops(rng, phase.md_rate * step * rng.uniform(0.5, 1.5), phase.md_mix)
+            t = min(b, a + (i + rng.random()) * step)
+            if ops:
+                out.append(Burst(t, phase, "MDT", 0, ops, (), ()))
+    return out

@@ -1,0 +1,107 @@
+"""Shared fixtures: one real PostgreSQL per test session, a fresh database per test.
+
+Tests talk to a real server (the project's own embedded PostgreSQL), never to mocks. The
+server is started once; each test gets its own database cloned from a template that already
+has every migration applied, so tests start clean without paying for migrations each time.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from slurm_io.store import migrate
+from slurm_io.store.embedded import EmbeddedPostgres
+
+TEMPLATE_DB = "slurmio_test_template"
+_db_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_base_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Session directory for embedded servers, enterable by the server's account.
+
+    As root the server runs as `postgres`, which cannot enter pytest's own temp root
+    (/tmp/pytest-of-root is mode 0700 and pytest resets it), so a directory of mode 0755 is
+    made directly under /tmp instead and removed at the end. Other users run the server as
+    themselves and use pytest's temp dirs.
+    """
+    if os.geteuid() != 0:
+        yield tmp_path_factory.mktemp("pg")
+        return
+    path = Path(tempfile.mkdtemp(prefix="slurm-io-tests-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_tmp_path(pg_base_dir: Path, request: pytest.FixtureRequest) -> Path:
+    """A fresh directory per test, usable as the state dir of a test's own server."""
+    prefix = re.sub(r"[^\w.-]", "_", request.node.name)[:40]
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}-", dir=pg_base_dir))
+    os.chmod(path, 0o755)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(pg_base_dir: Path) -> Iterator[str]:
+    """conninfo of the session's embedded server (database `slurmio`, superuser)."""
+    server = EmbeddedPostgres(pg_base_dir / "session")
+    conninfo = server.ensure()
+    try:
+        yield conninfo
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def _migrated_template(pg_dsn: str) -> str:
+    """A database with all migrations applied, cloned by `db_dsn`."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(TEMPLATE_DB)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE_DB)))
+    with psycopg.connect(make_conninfo(pg_dsn, dbname=TEMPLATE_DB)) as conn:
+        migrate.upgrade(conn)
+    return TEMPLATE_DB
+
+
+def _fresh_database(pg_dsn: str, template: str) -> Iterator[str]:
+    name = f"test_{os.getpid()}_{next(_db_numbers)}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template)
+            )
+        )
+    try:
+        yield make_conninfo(pg_dsn, dbname=name)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture
+def db_dsn(pg_dsn: str, _migrated_template: str) -> Iterator[str]:
+    """conninfo of a new database with the current schema, dropped after the test."""
+    yield from _fresh_database(pg_dsn, _migrated_template)
+
+
+@pytest.fixture
+def empty_db_dsn(pg_dsn: str) -> Iterator[str]:
+    """conninfo of a new, never-migrated database, dropped after the test."""
+    yield from _fresh_database(pg_dsn, "template0")

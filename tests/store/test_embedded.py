@@ -1,0 +1,167 @@
+"""The embedded PostgreSQL: init, start, stop, restart, isolation, concurrent start-up."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from slurm_io import paths
+from slurm_io.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, PostgresNotInstalled
+
+pytestmark = pytest.mark.pg
+
+
+@pytest.fixture
+def server(pg_tmp_path: Path):
+    pg = EmbeddedPostgres(pg_tmp_path / "state")
+    yield pg
+    pg.stop()
+
+
+def test_ensure_initialises_and_starts_a_server_that_answers(server: EmbeddedPostgres) -> None:
+    conninfo = server.ensure()
+    with psycopg.connect(conninfo) as conn:
+        user, db = conn.execute("SELECT current_user, current_database()").fetchone()
+    assert (user, db) == ("slurmio", "slurmio")
+    status = server.status()
+    assert status["initialized"] is True
+    assert status["running"] is True
+    assert status["data_dir"] == str(server.state_dir / "pg" / "data")
+
+
+def test_ensure_on_a_running_server_keeps_the_same_postmaster(server: EmbeddedPostgres) -> None:
+    first = server.ensure()
+    pid = server.status()["pid"]
+    assert server.ensure() == first
+    assert server.status()["pid"] == pid
+
+
+def test_data_survives_stop_and_restart(server: EmbeddedPostgres) -> None:
+    conninfo = server.ensure()
+    with psycopg.connect(conninfo) as conn:
+        conn.execute("CREATE TABLE kept (v text)")
+        conn.execute("INSERT INTO kept VALUES ('still here')")
+    server.stop()
+    assert server.status()["running"] is False
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(conninfo, connect_timeout=2)
+    server.stop()  # stopping a stopped server is a no-op
+    server.start()
+    with psycopg.connect(conninfo) as conn:
+        assert conn.execute("SELECT v FROM kept").fetchall() == [("still here",)]
+
+
+def test_start_refuses_an_uninitialised_directory(server: EmbeddedPostgres) -> None:
+    with pytest.raises(EmbeddedPostgresError, match="ensure"):
+        server.start()
+
+
+def test_server_has_no_tcp_listener_and_a_private_socket_dir(server: EmbeddedPostgres) -> None:
+    with psycopg.connect(server.ensure()) as conn:
+        assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
+        assert conn.execute("SELECT inet_server_addr()").fetchone() == (None,)
+        (socket_dirs,) = conn.execute("SHOW unix_socket_directories").fetchone()
+    assert socket_dirs == str(server.socket_dir)
+    st = server.socket_dir.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o700
+    assert st.st_uid == server.data_dir.stat().st_uid
+
+
+def test_durability_settings_are_not_weakened(server: EmbeddedPostgres) -> None:
+    with psycopg.connect(server.ensure()) as conn:
+        settings = dict(
+            conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name IN "
+                "('fsync', 'synchronous_commit', 'full_page_writes')"
+            ).fetchall()
+        )
+    assert settings == {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the account switch happens only as root")
+def test_as_root_the_server_runs_as_an_unprivileged_account(server: EmbeddedPostgres) -> None:
+    server.ensure()
+    owner = server.data_dir.stat().st_uid
+    assert owner != 0
+    status_line = Path(f"/proc/{server.status()['pid']}/status").read_text()
+    uid_line = next(line for line in status_line.splitlines() if line.startswith("Uid:"))
+    assert int(uid_line.split()[1]) == owner
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root-only: the server account is not root")
+def test_state_dir_the_server_account_cannot_enter_is_reported(pg_tmp_path: Path) -> None:
+    private = pg_tmp_path / "private"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    pg = EmbeddedPostgres(private / "state")
+    with pytest.raises(EmbeddedPostgresError, match=re.escape(str(private))):
+        pg.ensure()
+    assert not (private / "state" / "pg" / "data").exists()
+
+
+def test_missing_binaries_point_to_the_setup_script(
+    server: EmbeddedPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLURM_IO_PG_BINDIR", str(tmp_path))
+    with pytest.raises(PostgresNotInstalled, match=r"scripts/setup\.sh"):
+        server.ensure()
+
+
+def test_two_processes_starting_at_once_share_one_server(server: EmbeddedPostgres) -> None:
+    barrier = server.state_dir.parent
+    script = textwrap.dedent(
+        f"""
+        import os, sys, time
+        from pathlib import Path
+        from slurm_io.store.embedded import EmbeddedPostgres
+        Path({str(barrier)!r}, "ready-" + sys.argv[1]).touch()
+        while not os.path.exists({str(barrier / "go")!r}):
+            time.sleep(0.001)
+        print(EmbeddedPostgres(Path({str(server.state_dir)!r})).ensure())
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(n)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for n in range(2)
+    ]
+    while not all((barrier / f"ready-{n}").exists() for n in range(2)):
+        assert all(p.poll() is None for p in procs), "a child died before the start line"
+        time.sleep(0.01)
+    (barrier / "go").touch()  # both children now race into ensure()
+    outputs = [p.communicate(timeout=120) for p in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+    conninfos = {out.strip() for out, _ in outputs}
+    assert conninfos == {server.conninfo}
+    with psycopg.connect(server.conninfo) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    pids = {
+        line.split()[0]
+        for line in subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True,
+                                   check=True).stdout.splitlines()
+        if str(server.data_dir) in line
+    }
+    assert pids == {str(server.status()["pid"])}
+
+
+def test_default_state_dir_prefers_env_then_root_then_xdg(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SLURM_IO_STATE_DIR", str(tmp_path / "x"))
+    assert paths.default_state_dir() == tmp_path / "x"
+    monkeypatch.delenv("SLURM_IO_STATE_DIR")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    if os.geteuid() == 0:
+        assert paths.default_state_dir() == Path("/var/lib/slurm-io")
+    else:
+        assert paths.default_state_dir() == tmp_path / "xdg" / "slurm-io"
