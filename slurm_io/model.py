@@ -98,6 +98,9 @@ class ParseResult(NamedTuple):
     # ids of entries that were present but broken: the delta engine must not treat their
     # absence as a counter reset (that would count their whole history again next read).
     broken_ids: dict[str, set[str]]
+    # targets whose block was damaged (broken entries, stray text, duplicates, truncation):
+    # there an id's absence is no evidence that Lustre freed it
+    damaged: frozenset[str] = frozenset()
 
     @property
     def n_entries(self) -> int:

@@ -44,7 +44,8 @@ def run_cycle(
             by_class[jid.id_class.label] += 1
             n_repaired += jid.repaired
             n_unattr += jid.id_class in UNATTRIBUTABLE
-    res = compute(state, parsed.targets, read_time, period=period, broken_ids=parsed.broken_ids)
+    res = compute(state, parsed.targets, read_time, period=period,
+                  broken_ids=parsed.broken_ids, damaged=parsed.damaged)
     deltas = [(d, classify(d.job_id)) for d in res.deltas]
     batch = Batch(
         collector=collector,

@@ -18,7 +18,7 @@ entries per target, so persisting it is the caller's business (see delta.state_f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
 from slurm_io.model import ByteStats, Delta, DeltaFlag, Entry
@@ -28,6 +28,9 @@ class TargetState(NamedTuple):
     read_time: float
     entries: dict[str, Entry]  # raw id -> entry as last read
     gone: frozenset[str]  # ids present two reads ago and absent from the last read
+    # ids carried over a read where they were broken or absent from a damaged block: the time
+    # of the read their state comes from (their next interval starts there). Usually empty.
+    since: dict[str, float] = {}  # noqa: RUF012 - NamedTuple default, never mutated
 
 
 State = dict[str, TargetState]
@@ -110,11 +113,16 @@ def compute(
     *,
     period: float = 120.0,
     broken_ids: Mapping[str, set[str]] | None = None,
+    damaged: Collection[str] = (),
 ) -> DeltaResult:
     """Deltas of one read (all targets of one server) against the previous state.
 
     `broken_ids` are ids whose entries were present but unparseable in this read: their
     previous state is carried over so that they are not counted again from zero next time.
+    In a `damaged` target block (truncated, interleaved, garbage) an id's absence proves
+    nothing, so every absent id keeps its previous state: counting a still-live entry again
+    from zero would double its whole history, while keeping a really freed one costs at most
+    the part it regrew before its next drop is seen.
     Targets missing from this read keep their state untouched (next read: a longer interval).
     """
     new_state: State = dict(state)
@@ -126,18 +134,26 @@ def compute(
         cur = {e.raw_id: e for e in entries}
         prev = state.get(target)
         if prev is None:
-            new_state[target] = TargetState(read_time, cur, frozenset())
+            new_state[target] = TargetState(read_time, cur, frozenset(), {})
             baseline.append(target)
             continue
         if read_time <= prev.read_time:
             stale.append(target)
             continue
-        t0 = prev.read_time
-        flags = DeltaFlag.GAP if read_time - t0 > 1.5 * period else DeltaFlag.NONE
+        base_flags = (DeltaFlag.GAP if read_time - prev.read_time > 1.5 * period
+                      else DeltaFlag.NONE)
         pe = prev.entries
         start_changed = DeltaFlag.RESET_START
+        since = prev.since
+        shrunk: list[str] = []
         for rid, e in cur.items():
             p = pe.get(rid)
+            if since and rid in since:
+                t0 = since[rid]
+                flags = DeltaFlag.GAP if read_time - t0 > 1.5 * period else DeltaFlag.NONE
+            else:
+                t0 = prev.read_time
+                flags = base_flags
             if p is None:
                 f = flags | DeltaFlag.NEW
                 if rid in prev.gone:
@@ -149,14 +165,24 @@ def compute(
                 d = _full(e, t0, read_time, flags | start_changed)
             elif e.samples == p.samples and e.names is p.names:
                 continue  # idle since the previous read: the common case, decided in C
+            elif e.names is not p.names and not set(p.names) <= set(e.names):
+                # counters vanished: a cut entry (truncated capture), not a new release; keep
+                # the previous state rather than count the missing counters again later
+                shrunk.append(rid)
+                continue
             else:
                 d = _diff(e, p, t0, read_time, flags)
             if d is not None:
                 deltas.append(d)
-        carried = broken_ids.get(target, set())
+        carried = pe.keys() if target in damaged else broken_ids.get(target, set())
+        new_since: dict[str, float] = {}
+        for rid in shrunk:
+            cur[rid] = pe[rid]
+            new_since[rid] = since.get(rid, prev.read_time)
         for rid in carried:
             if rid not in cur and rid in pe:
                 cur[rid] = pe[rid]
+                new_since[rid] = since.get(rid, prev.read_time)
         gone = frozenset(pe.keys() - cur.keys()) if len(pe) else frozenset()
-        new_state[target] = TargetState(read_time, cur, gone)
+        new_state[target] = TargetState(read_time, cur, gone, new_since)
     return DeltaResult(new_state, deltas, baseline, stale)

@@ -100,6 +100,7 @@ class Parser:
         self._targets: dict[str, list[Entry]] = {}
         self._seen: dict[str, set[str]] = {}
         self._broken: dict[str, set[str]] = {}
+        self._damaged: set[str] = set()
         self._problems: list[ParseProblem] = []
         self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
         self._at_line_start = True
@@ -114,7 +115,8 @@ class Parser:
 
     def finish(self) -> ParseResult:
         self._consume(final=True)
-        return ParseResult(self._targets, self._problems, self._broken)
+        return ParseResult(self._targets, self._problems, self._broken,
+                           frozenset(self._damaged))
 
     # -- segmentation ------------------------------------------------------------------------
     def _consume(self, final: bool) -> None:
@@ -186,6 +188,7 @@ class Parser:
         for i, line in enumerate(buf[start:end].split("\n")):
             s = line.strip()
             if s and s != "job_stats:":
+                self._damaged.add(self._target)
                 lineno = self._lineno(buf, start) + i
                 self._problems.append(
                     ParseProblem(self._target, lineno, None, "text outside any entry", s[:200])
@@ -242,6 +245,8 @@ class Parser:
             else:
                 raw = hdr[9:].strip()
             rws = rows[a + 1 : b]
+            if not rws:
+                return False  # an entry without counters: truncated or interleaved
             nm = tuple(map(_COL_NAME, rws))
             lay = layouts.get(nm)
             if lay is None:
@@ -265,8 +270,11 @@ class Parser:
                 Entry(target, raw, decode_job_id(raw), snap, start_t, nm,
                       tuple(map(int, map(_COL_SAMPLES, rws))), stats)
             )
-        # every line must have been taken by exactly one branch, or the robust path decides
+        # every line must have been taken by exactly one branch and every counter line must
+        # be complete (a cut line still matches the branch's prefix), else the robust path
         if n + n_time_lines != chunk.count("\n"):
+            return False
+        if n - len(starts) + 1 != chunk.count("}\n") + chunk.endswith("}"):
             return False
         self._emit(out)
         return True
@@ -281,6 +289,7 @@ class Parser:
             dst.extend(entries)
             return
         # duplicates (interleaved reads, or ids that 2.12 printed alike): keep the first
+        self._damaged.add(self._target)
         for e in entries:
             if e.raw_id in seen:
                 self._problems.append(
@@ -310,8 +319,13 @@ class Parser:
             nonlocal cur
             if cur is None:
                 return
+            if not cur["names"] and not cur["broken"]:
+                self._problems.append(ParseProblem(self._target, cur["line"], cur["raw"],
+                                                   "entry without counters", ""))
+                cur["broken"] = True
             if cur["broken"]:
                 self._broken.setdefault(self._target, set()).add(cur["raw"])
+                self._damaged.add(self._target)
             else:
                 nm = tuple(cur["names"])
                 lay = self._layouts.get(nm)
@@ -334,11 +348,12 @@ class Parser:
             m = _R_JOBID.match(line)
             if m:
                 close()
-                cur = {"raw": m.group(1), "snap": None, "start": None, "names": [],
+                cur = {"raw": m.group(1), "line": lineno, "snap": None, "start": None, "names": [],
                        "samples": [], "stats": {}, "broken": False}
                 continue
             if cur is None:
                 if line.strip() != "job_stats:":
+                    self._damaged.add(self._target)
                     self._problems.append(ParseProblem(self._target, lineno, None,
                                                        "text outside any entry", line[:200]))
                 continue

@@ -101,7 +101,10 @@ def ensure_days(conn: psycopg.Connection, days: Iterable[date]) -> list[str]:
 
 
 def _create(conn: psycopg.Connection, day: date) -> bool:
-    """CREATE + ATTACH the partition of `day`; False when someone else made it meanwhile."""
+    """CREATE + ATTACH the partition of `day`; False when someone else made it meanwhile.
+
+    ATTACH scans the new table to validate the bound, which costs nothing while it is empty.
+    """
     name = sql.Identifier(partition_name(day))
     lo, hi = _day_start(day), _day_start(day + timedelta(days=1))
     try:
@@ -112,28 +115,12 @@ def _create(conn: psycopg.Connection, day: date) -> bool:
                     "CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)"
                 ).format(name=name, parent=sql.Identifier(PARENT))
             )
-            # The CHECK lets ATTACH skip validating the (empty) table; it is redundant with
-            # the partition bound afterwards, so it is dropped again.
-            conn.execute(
-                sql.SQL(
-                    "ALTER TABLE {name} ADD CONSTRAINT {chk} CHECK "
-                    "(ts_end >= {lo} AND ts_end < {hi})"
-                ).format(
-                    name=name, chk=sql.Identifier(f"{partition_name(day)}_bound"),
-                    lo=sql.Literal(lo), hi=sql.Literal(hi),
-                )
-            )
             conn.execute(
                 sql.SQL(
                     "ALTER TABLE {parent} ATTACH PARTITION {name} FOR VALUES FROM ({lo}) TO ({hi})"
                 ).format(
                     parent=sql.Identifier(PARENT), name=name,
                     lo=sql.Literal(lo), hi=sql.Literal(hi),
-                )
-            )
-            conn.execute(
-                sql.SQL("ALTER TABLE {name} DROP CONSTRAINT {chk}").format(
-                    name=name, chk=sql.Identifier(f"{partition_name(day)}_bound")
                 )
             )
     except (errors.DuplicateTable, errors.UniqueViolation):

@@ -97,7 +97,7 @@ def test_broken_entry_keeps_its_previous_state_instead_of_resetting():
     s = compute({}, {"t": [entry("a", rb=4096, target="t")]}, 0).state
     s = compute(s, {"t": []}, 120, broken_ids={"t": {"a"}}).state
     (d,) = compute(s, {"t": [entry("a", rb=3 * 4096, target="t")]}, 240).deltas
-    assert d.t0 == 120 and d.stats["read_bytes"].sum == 2 * 4096
+    assert d.t0 == 0 and d.stats["read_bytes"].sum == 2 * 4096
     assert not d.flags & DeltaFlag.NEW
 
 
@@ -135,3 +135,23 @@ def test_sum_of_deltas_equals_total_growth_despite_missed_reads(steps):
     first = reads[0][1][0].stats["read_bytes"].sum
     last = reads[-1][1][0].stats["read_bytes"].sum
     assert total == last - first
+
+
+def test_in_a_damaged_block_absent_ids_keep_their_state():
+    s = compute({}, {"t": [entry("a", rb=4096, target="t"), entry("b", rb=4096, target="t")]},
+                0).state
+    # truncated read: b is missing, the block is damaged
+    s = compute(s, {"t": [entry("a", rb=2 * 4096, target="t")]}, 120, damaged={"t"}).state
+    out = compute(s, {"t": [entry("a", rb=2 * 4096, target="t"),
+                            entry("b", rb=5 * 4096, target="t")]}, 240).deltas
+    (d,) = out
+    assert d.raw_id == "b" and d.t0 == 0 and d.stats["read_bytes"].sum == 4 * 4096
+
+
+def test_entry_that_lost_counters_is_a_cut_capture_and_keeps_its_state():
+    a = entry("a", rb=4096, opens=1)
+    cut = Entry(a.target, "a", "a", None, None, ("read_bytes",), (2,), {})
+    out = run([(0, [a]), (120, [cut]), (240, [entry("a", rb=3 * 4096, opens=1)])])
+    assert out[1] == []
+    (d,) = out[2]
+    assert d.t0 == 0 and d.stats["read_bytes"].sum == 2 * 4096 and "open" not in d.samples

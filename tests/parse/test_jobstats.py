@@ -135,3 +135,19 @@ def test_decode_job_id_handles_quotes_and_escapes():
     assert decode_job_id("plain") == "plain"
     assert decode_job_id('"only:quoted"') == "only:quoted"
     assert decode_job_id('"') == '"'
+
+
+def test_damaged_targets_are_reported():
+    text = samples.V2_16_LCTL.replace("  open:            { samples:           5",
+                                      "  open:            { samples:     @@@")
+    r = parse(text)
+    assert r.damaged == frozenset({"home-MDT0000"})
+    assert parse(samples.V2_16_LCTL).damaged == frozenset()
+
+
+def test_line_cut_after_its_samples_field_is_still_detected():
+    text = samples.V2_10_OST
+    cut = text.rindex("unit:  reqs }") + len("unit:  r")
+    r = parse(text[:cut])
+    assert [e.raw_id for e in only(r)] == ["4242"]
+    assert r.broken_ids["unknown"] == {"rsync.2001"} and r.damaged == frozenset({"unknown"})

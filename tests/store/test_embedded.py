@@ -145,13 +145,19 @@ def test_two_processes_starting_at_once_share_one_server(server: EmbeddedPostgre
     assert conninfos == {server.conninfo}
     with psycopg.connect(server.conninfo) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
-    pids = {
-        line.split()[0]
-        for line in subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True,
-                                   check=True).stdout.splitlines()
-        if str(server.data_dir) in line
+    postmasters = {
+        int(proc.name)
+        for proc in Path("/proc").iterdir()
+        if proc.name.isdigit() and _cmdline(proc).endswith(f"-D\0{server.data_dir}\0")
     }
-    assert pids == {str(server.status()["pid"])}
+    assert postmasters == {server.status()["pid"]}
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_text()
+    except OSError:
+        return ""
 
 
 def test_default_state_dir_prefers_env_then_root_then_xdg(
