@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.dumps import cached_dump  # noqa: E402
-from slurm_io.parse.jobstats import parse  # noqa: E402
+from bench.dumps import cached_dump
+from slurm_io.parse.jobstats import parse
 
 OUT = Path(__file__).resolve().parent / "out"
 
