@@ -8,6 +8,7 @@ on every run so that the output is reproducible; with a DSN it uses that databas
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from collections.abc import Callable
@@ -57,6 +58,8 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
     echo(f"simulated cluster in {sim} ({time.time() - t:.1f} s): "
          + ", ".join(f"{k}={v}" for k, v in summary.items() if isinstance(v, int | float)))
 
+    # one log line per cycle is right for a daemon, not for a demo of 840 reads
+    logging.getLogger("slurm_io.collect").setLevel(logging.WARNING)
     grammar = JobIdGrammar.from_config(cfg.jobid_formats, cfg.system_uid_max, cfg.system_uids)
     link = daemon.DatabaseLink(lambda: psycopg.connect(dsn))
     t = time.time()
@@ -73,12 +76,14 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
         echo("")
         echo("top jobs by bytes (entries whose id names the job):")
         rows = conn.execute(
-            """SELECT job, sum(coalesce(read_bytes,0)) AS r, sum(coalesce(write_bytes,0)) AS w,
-                      count(DISTINCT host_id) AS nodes,
-                      sum(coalesce(op_open,0) + coalesce(op_close,0) + coalesce(op_getattr,0)
-                          + coalesce(op_mkdir,0) + coalesce(op_unlink,0)) AS meta
-               FROM jobstats_delta WHERE job IS NOT NULL
-               GROUP BY job ORDER BY r + w DESC LIMIT 10"""
+            """SELECT job, r, w, nodes, meta FROM (
+                   SELECT job, sum(coalesce(read_bytes, 0)) AS r,
+                          sum(coalesce(write_bytes, 0)) AS w, count(DISTINCT host_id) AS nodes,
+                          sum(coalesce(op_open, 0) + coalesce(op_close, 0)
+                              + coalesce(op_getattr, 0) + coalesce(op_mkdir, 0)
+                              + coalesce(op_unlink, 0)) AS meta
+                   FROM jobstats_delta WHERE job IS NOT NULL GROUP BY job) j
+               ORDER BY r + w DESC LIMIT 10"""
         ).fetchall()
         echo(f"  {'job':>10} {'read':>12} {'written':>12} {'nodes':>6} {'meta ops':>10}")
         for job, r, w, nodes, meta in rows:

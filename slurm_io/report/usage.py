@@ -44,6 +44,7 @@ def usage(conn: psycopg.Connection, start: float, end: float) -> dict[str, Any]:
     by_class: dict[str, dict[str, int]] = {}
     by_fs: dict[str, dict[str, int]] = {}
     n_rows = 0
+    rows_by_class: dict[str, int] = {}
 
     def add(dst: dict[str, int], name: str, v: int) -> None:
         dst[name] = dst.get(name, 0) + int(v)
@@ -51,6 +52,7 @@ def usage(conn: psycopg.Connection, start: float, end: float) -> dict[str, Any]:
     for fs, cls, nrows, *vals in rows:
         label = IdClass(cls).label
         n_rows += nrows
+        rows_by_class[label] = rows_by_class.get(label, 0) + nrows
         for name, v in zip(names, vals, strict=True):
             add(totals, name, v)
             add(by_class.setdefault(label, {}), name, v)
@@ -64,6 +66,7 @@ def usage(conn: psycopg.Connection, start: float, end: float) -> dict[str, Any]:
         "start": s.isoformat(),
         "end": e.isoformat(),
         "rows": n_rows,
+        "rows_by_class": dict(sorted(rows_by_class.items())),
         "totals": _nonzero(totals),
         "by_class": {k: _nonzero(v) for k, v in sorted(by_class.items())},
         "by_fs": {k: _nonzero(v) for k, v in sorted(by_fs.items())},
@@ -75,24 +78,24 @@ _TABLE_COUNTERS = ("read_bytes", "write_bytes", "open", "close", "getattr", "mkd
 
 def render_table(u: dict[str, Any]) -> str:
     """A fixed-width table: one line per class and per filesystem, plus the total."""
-    head = f"{'':<16}{'read':>12}{'written':>12}" + "".join(
+    head = f"{'':<16}{'rows':>8}{'read':>12}{'written':>12}" + "".join(
         f"{c:>10}" for c in _TABLE_COUNTERS[2:]) + f"{'share':>8}"
     total_bytes = (u["totals"].get("read_bytes", 0) + u["totals"].get("write_bytes", 0)) or 1
     lines = [f"I/O stored between {u['start']} and {u['end']} ({u['rows']} delta rows)", "",
              head]
 
-    def line(label: str, d: dict[str, int]) -> str:
+    def line(label: str, d: dict[str, int], rows: int | str = "") -> str:
         b = d.get("read_bytes", 0) + d.get("write_bytes", 0)
-        return (f"{label:<16}{human_bytes(d.get('read_bytes', 0)):>12}"
+        return (f"{label:<16}{rows:>8}{human_bytes(d.get('read_bytes', 0)):>12}"
                 f"{human_bytes(d.get('write_bytes', 0)):>12}"
                 + "".join(f"{d.get(c, 0):>10}" for c in _TABLE_COUNTERS[2:])
                 + f"{100 * b / total_bytes:>7.1f}%")
 
     lines.append("by id class:")
-    lines += [line("  " + k, v) for k, v in u["by_class"].items()]
+    lines += [line("  " + k, v, u["rows_by_class"].get(k, 0)) for k, v in u["by_class"].items()]
     lines.append("by filesystem:")
     lines += [line("  " + k, v) for k, v in u["by_fs"].items()]
-    lines.append(line("total", u["totals"]))
+    lines.append(line("total", u["totals"], u["rows"]))
     other = sorted(k for k in u["totals"] if k not in _TABLE_COUNTERS)
     if other:
         lines.append("")
