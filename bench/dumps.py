@@ -36,8 +36,10 @@ def make_entries(n: int, release: str, kind: str, *, seed: int = 1, step: int = 
         node = f"c{i % 2000:04d}"
         jid = (f"{5_000_000 + i // 2000 * 2000 + i % 2000}:{uid}:{node}" if i % 10 < 7 else
                f":{1000 + i // 2000}:{node}" if i % 10 < 8 else f"rsync{i}.{uid}")
-        t = 1_795_000_000 + 120 * step
-        out.append(Entry(target, "", jid, float(t - rng.randrange(0, 120)), float(t - 86400),
+        last_growth = max((s for s in range(1, step + 1)
+                           if random.Random(seed * 7 + i * 31 + s).random() < active), default=0)
+        t = 1_795_000_000 + 120 * last_growth
+        out.append(Entry(target, "", jid, float(t - rng.randrange(0, 120)), 1_794_900_000.0,
                          names, samples, stats))
     return out
 

@@ -66,6 +66,9 @@ class Entry(NamedTuple):
     names: tuple[str, ...]
     samples: tuple[int, ...]
     stats: dict[str, ByteStats]
+    # hash of the entry's text in this read (0: not computed). The collector's parser reuses
+    # the previous read's Entry when id and digest are unchanged: most entries are idle.
+    digest: int = 0
 
     def counter(self, name: str) -> int | None:
         """Samples of counter `name`, or None when the entry does not print it."""
@@ -105,6 +108,10 @@ class ParseResult(NamedTuple):
     @property
     def n_entries(self) -> int:
         return sum(len(v) for v in self.targets.values())
+
+    def targets_by_id(self) -> dict[str, dict[str, Entry]]:
+        """target -> raw id -> entry: what a next parse may reuse."""
+        return {t: {e.raw_id: e for e in es} for t, es in self.targets.items()}
 
 
 class IdClass(enum.IntEnum):

@@ -38,15 +38,14 @@ def run_cycle(
 ) -> CycleResult:
     by_class: Counter[str] = Counter()
     n_repaired = n_unattr = 0
-    for entries in parsed.targets.values():
-        for e in entries:
-            jid = classify(e.job_id)
-            by_class[jid.id_class.label] += 1
-            n_repaired += jid.repaired
-            n_unattr += jid.id_class in UNATTRIBUTABLE
+    jids = Counter(classify.many(e.job_id for es in parsed.targets.values() for e in es))
+    for jid, n in jids.items():
+        by_class[jid.id_class.label] += n
+        n_repaired += n * jid.repaired
+        n_unattr += n * (jid.id_class in UNATTRIBUTABLE)
     res = compute(state, parsed.targets, read_time, period=period,
                   broken_ids=parsed.broken_ids, damaged=parsed.damaged)
-    deltas = [(d, classify(d.job_id)) for d in res.deltas]
+    deltas = list(zip(res.deltas, classify.many(d.job_id for d in res.deltas), strict=True))
     batch = Batch(
         collector=collector,
         seq=seq,

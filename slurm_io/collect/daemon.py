@@ -30,7 +30,7 @@ import psycopg
 from slurm_io.collect.cycle import CycleResult, run_cycle
 from slurm_io.collect.source import LctlError, captured_reads, parse_file, read_lctl
 from slurm_io.delta import state_file
-from slurm_io.model import ParseResult
+from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
 from slurm_io.store.spool import Spool
 
@@ -72,10 +72,16 @@ class Collector:
         st = state_file.load(self.state_path)
         self.seq = st.seq
         self.targets = st.targets
+        self._encoder = state_file.Encoder()
         dropped = spool.discard_after(name, self.seq)
         if dropped:
             log.warning("%s: discarded %d spooled batch(es) whose state was never saved "
                         "(crash); the next read covers their interval", name, dropped)
+
+    @property
+    def previous(self) -> dict[str, dict[str, Entry]]:
+        """The last read's entries per target, for the parser to reuse unchanged ones."""
+        return {t: s.entries for t, s in self.targets.items()}
 
     @property
     def last_read_time(self) -> float:
@@ -85,7 +91,8 @@ class Collector:
         res = run_cycle(self.targets, parsed, read_time, collector=self.name,
                         seq=self.seq + 1, classify=self.classify, period=self.period)
         self.spool.put(res.batch)
-        state_file.save(self.state_path, state_file.CollectorState(self.seq + 1, res.state))
+        state_file.save(self.state_path, state_file.CollectorState(self.seq + 1, res.state),
+                        self._encoder)
         self.seq += 1
         self.targets = res.state
         for p in parsed.problems[:20]:
@@ -164,7 +171,7 @@ def replay(root: Path, *, state_dir: Path, spool: Spool, link: DatabaseLink,
         if r.read_time <= c.last_read_time:
             totals["skipped"] += 1
             continue
-        res = c.process(r.read_time, parse_file(r.path))
+        res = c.process(r.read_time, parse_file(r.path, c.previous))
         written, remaining = flush(spool, link)
         _log_cycle(c, res, remaining, written)
         totals["reads"] += 1
@@ -196,7 +203,7 @@ def live(*, name: str, command: str, command_timeout: float, interval: float, st
             if stop.event.wait(max(0.0, delay)):
                 break
         try:
-            read_time, parsed = read_lctl(command, command_timeout)
+            read_time, parsed = read_lctl(command, command_timeout, c.previous)
         except LctlError as e:
             log.error("%s: read failed: %s (the next read covers this interval)", name, e)
             if once:

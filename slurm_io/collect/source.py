@@ -9,11 +9,11 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from slurm_io.model import ParseResult
+from slurm_io.model import Entry, ParseResult
 from slurm_io.parse.jobstats import Parser
 
 READ_PIECE = 1 << 20
@@ -29,14 +29,16 @@ class LctlError(RuntimeError):
     """The lctl command failed or timed out; the cycle is skipped (next one covers it)."""
 
 
-def read_lctl(command: str, timeout: float) -> tuple[float, ParseResult]:
+def read_lctl(command: str, timeout: float,
+              previous: Mapping[str, Mapping[str, Entry]] | None = None
+              ) -> tuple[float, ParseResult]:
     """Run the command and parse its output while it streams (bounded memory).
 
     The read time is taken when the command starts: that is when the counters are sampled.
     """
     argv = shlex.split(command)
     t = time.time()
-    parser = Parser()
+    parser = Parser(previous=previous)
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, errors="replace")
@@ -77,8 +79,9 @@ def captured_reads(root: Path) -> list[CapturedRead]:
     return reads
 
 
-def parse_file(path: Path) -> ParseResult:
-    parser = Parser()
+def parse_file(path: Path,
+               previous: Mapping[str, Mapping[str, Entry]] | None = None) -> ParseResult:
+    parser = Parser(previous=previous)
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
         while piece := f.read(READ_PIECE):
             parser.feed(piece)

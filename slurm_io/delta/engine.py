@@ -56,8 +56,15 @@ def _hist_diff(
 ) -> tuple[tuple[str, int], ...] | None:
     if cur is None:
         return None
-    before = dict(prev or ())
-    return tuple((k, v - before.get(k, 0)) for k, v in cur if v - before.get(k, 0))
+    if not prev:
+        return cur
+    before = dict(prev)
+    out = []
+    for k, v in cur:
+        d = v - before.get(k, 0)
+        if d:
+            out.append((k, d))
+    return tuple(out)
 
 
 def _stats_diff(cur: ByteStats, prev: ByteStats) -> ByteStats:
@@ -148,6 +155,8 @@ def compute(
         shrunk: list[str] = []
         for rid, e in cur.items():
             p = pe.get(rid)
+            if p is e:
+                continue  # the parser reused the previous read's entry: unchanged text
             if since and rid in since:
                 t0 = since[rid]
                 flags = DeltaFlag.GAP if read_time - t0 > 1.5 * period else DeltaFlag.NONE

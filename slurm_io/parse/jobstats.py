@@ -21,7 +21,7 @@ being read, keeping memory bounded by the chunk size rather than the output size
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import compress
 from operator import itemgetter
 
@@ -93,7 +93,11 @@ def _time(v: str) -> float:
 class Parser:
     """Incremental job_stats parser: `feed()` text as it arrives, then `finish()`."""
 
-    def __init__(self, default_target: str = UNKNOWN_TARGET) -> None:
+    def __init__(self, default_target: str = UNKNOWN_TARGET,
+                 previous: Mapping[str, Mapping[str, Entry]] | None = None) -> None:
+        """`previous` (target -> raw id -> Entry of the last read) turns on reuse: an entry
+        whose text is unchanged since then is not parsed again but taken from there."""
+        self._previous = previous
         self._buf = ""
         self._target = default_target
         self._line = 1  # line number of the first character of _buf
@@ -208,11 +212,36 @@ class Parser:
         while end > start and buf[end - 1] in " \t\r\n":
             end -= 1
         chunk = buf[start:end] if buf[start] == "\n" else "\n" + buf[start:end]
+        if self._previous is not None and self._reuse(chunk):
+            return
         if self._fast(chunk):
             return
         self._robust(buf, start, end)
 
-    def _fast(self, chunk: str) -> bool:
+    def _reuse(self, chunk: str) -> bool:
+        """Digest every entry; take unchanged ones from the previous read, parse the rest."""
+        pieces = chunk.split("\n- job_id:")
+        if pieces[0]:
+            return False
+        prev = self._previous.get(self._target, {}) if self._previous is not None else {}
+        reused: list[Entry] = []
+        changed: list[str] = []
+        digests: list[int] = []
+        for piece in pieces[1:]:
+            nl = piece.find("\n")
+            h = hash(piece)
+            p = prev.get((piece[:nl] if nl >= 0 else piece).strip())
+            if p is not None and p.digest == h:
+                reused.append(p)
+            else:
+                changed.append(piece)
+                digests.append(h)
+        if changed and not self._fast("\n- job_id:" + "\n- job_id:".join(changed), digests):
+            return False
+        self._emit(reused)
+        return True
+
+    def _fast(self, chunk: str, digests: list[int] | None = None) -> bool:
         rows = _FAST.findall(chunk)
         n = len(rows)
         if n == 0:
@@ -268,13 +297,16 @@ class Parser:
                 )
             out.append(
                 Entry(target, raw, decode_job_id(raw), snap, start_t, nm,
-                      tuple(map(int, map(_COL_SAMPLES, rws))), stats)
+                      tuple(map(int, map(_COL_SAMPLES, rws))), stats,
+                      digests[e] if digests is not None else 0)
             )
         # every line must have been taken by exactly one branch and every counter line must
         # be complete (a cut line still matches the branch's prefix), else the robust path
         if n + n_time_lines != chunk.count("\n"):
             return False
         if n - len(starts) + 1 != chunk.count("}\n") + chunk.endswith("}"):
+            return False
+        if digests is not None and len(digests) != len(out):
             return False
         self._emit(out)
         return True
@@ -429,14 +461,16 @@ def _line_end(buf: str, pos: int, end: int) -> int:
     return end if nl < 0 else nl
 
 
-def parse(text: str, default_target: str = UNKNOWN_TARGET) -> ParseResult:
+def parse(text: str, default_target: str = UNKNOWN_TARGET,
+          previous: Mapping[str, Mapping[str, Entry]] | None = None) -> ParseResult:
     """Parse one complete lctl output (or one job_stats file when `default_target` is given)."""
-    return Parser(default_target).feed(text).finish()
+    return Parser(default_target, previous).feed(text).finish()
 
 
-def parse_stream(pieces: Iterable[str], default_target: str = UNKNOWN_TARGET) -> ParseResult:
+def parse_stream(pieces: Iterable[str], default_target: str = UNKNOWN_TARGET,
+                 previous: Mapping[str, Mapping[str, Entry]] | None = None) -> ParseResult:
     """Parse output that arrives in pieces (a pipe), keeping memory bounded."""
-    p = Parser(default_target)
+    p = Parser(default_target, previous)
     for piece in pieces:
         p.feed(piece)
     return p.finish()

@@ -204,6 +204,15 @@ class ClassifyCache:
         self._cache: dict[str, JobId] = {}
         self._max = max_size
 
+    def many(self, job_ids: Iterable[str]) -> list[JobId]:
+        """Classify many ids; cache hits are looked up in C (map over dict.get)."""
+        ids = list(job_ids)
+        out = list(map(self._cache.get, ids))
+        for i, r in enumerate(out):
+            if r is None:
+                out[i] = self(ids[i])
+        return out  # type: ignore[return-value]
+
     def __call__(self, job_id: str) -> JobId:
         r = self._cache.get(job_id)
         if r is None:

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 import time
 from pathlib import Path
 from typing import Any
+
+import hostlist
 
 from slurm_io.model import IdClass
 from slurm_io.parse.render import render_read, render_target
@@ -79,32 +80,8 @@ def _missed(outages: list[tuple[int, int, tuple[str, ...]]], slot: int, server: 
 
 
 def compress_hostlist(hosts: tuple[str, ...]) -> str:
-    """Slurm's compressed node list: node[001-003,007],login01."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    plain: list[str] = []
-    for h in hosts:
-        m = re.fullmatch(r"(.*?)(\d+)", h)
-        if m is None:
-            plain.append(h)
-            continue
-        groups.setdefault((m.group(1), len(m.group(2))), []).append(int(m.group(2)))
-    parts = list(plain)
-    for (prefix, width), numbers in sorted(groups.items()):
-        numbers.sort()
-        if len(numbers) == 1:
-            parts.append(f"{prefix}{numbers[0]:0{width}d}")
-            continue
-        ranges: list[str] = []
-        lo = prev = numbers[0]
-        for n in [*numbers[1:], None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            ranges.append(f"{lo:0{width}d}" if lo == prev else f"{lo:0{width}d}-{prev:0{width}d}")
-            if n is not None:
-                lo = prev = n
-        parts.append(f"{prefix}[{','.join(ranges)}]")
-    return ",".join(parts)
+    """Slurm's compressed node list (node[001-003,007]), via python-hostlist."""
+    return str(hostlist.collect_hostlist(list(hosts)))
 
 
 def _ts(t: float | None) -> str:

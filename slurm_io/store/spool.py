@@ -65,6 +65,7 @@ class Spool:
             )
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(self.dir, 0o700)
+        self._last: tuple[Path, Batch] | None = None
 
     # -- files --------------------------------------------------------------------------------
 
@@ -90,6 +91,9 @@ class Spool:
                 tmp.unlink()
             raise
         _fsync_dir(self.dir)
+        # the batch just written is usually flushed right away: keep it so that the flush
+        # does not unpickle what is still in memory (the file is the durable copy)
+        self._last = (path, batch)
         return path
 
     def pending(self, collector: str | None = None) -> list[Path]:
@@ -104,6 +108,8 @@ class Spool:
 
     def load(self, path: Path) -> Batch:
         """The batch in `path` (ValueError when the file holds no batch)."""
+        if self._last is not None and self._last[0] == path and path.exists():
+            return self._last[1]
         with open(path, "rb") as src:
             batch = pickle.load(src)
         if not isinstance(batch, Batch):
@@ -111,6 +117,8 @@ class Spool:
         return batch
 
     def remove(self, path: Path) -> None:
+        if self._last is not None and self._last[0] == path:
+            self._last = None
         """Forget a batch the database has (a missing file is fine: already removed)."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -158,9 +166,10 @@ class Spool:
     ) -> tuple[int, int]:
         """Send pending batches in order; return (batches written, batches still spooled).
 
-        `conn_factory` is called once (only when something is pending) and the connection is
-        closed at the end. Each file is removed after write_batch succeeded, or returned
-        False (the batch was already in the database). Never raises for database trouble:
+        `conn_factory` is called once (only when something is pending); the connection is left
+        open for the caller to reuse (a daemon keeps one connection and its id caches across
+        cycles; see collect.daemon.DatabaseLink). Each file is removed after write_batch
+        succeeded, or returned False (the batch was already in the database). Never raises for database trouble:
         an outage (OperationalError, a server that cannot start) stops the replay and keeps
         the remaining files for the next flush; any other database error is logged with the
         file name and also keeps the files, since dropping a batch would lose data. A file
@@ -172,21 +181,21 @@ class Spool:
         written = 0
         current: Path | None = None
         try:
-            with conn_factory() as conn:
-                for current in paths:
-                    try:
-                        batch = self.load(current)
-                    except FileNotFoundError:
-                        continue  # replayed and removed by a concurrent flush
-                    except (EOFError, pickle.UnpicklingError, ValueError, AttributeError,
-                            ImportError, IndexError, TypeError) as exc:
-                        self._quarantine(current, exc, log)
-                        continue
-                    if write_batch(conn, batch):
-                        written += 1
-                    else:
-                        log.info("spooled batch %s was already in the database", current.name)
-                    self.remove(current)
+            conn = conn_factory()
+            for current in paths:
+                try:
+                    batch = self.load(current)
+                except FileNotFoundError:
+                    continue  # replayed and removed by a concurrent flush
+                except (EOFError, pickle.UnpicklingError, ValueError, AttributeError,
+                        ImportError, IndexError, TypeError) as exc:
+                    self._quarantine(current, exc, log)
+                    continue
+                if write_batch(conn, batch):
+                    written += 1
+                else:
+                    log.info("spooled batch %s was already in the database", current.name)
+                self.remove(current)
         except (psycopg.OperationalError, EmbeddedPostgresError) as exc:
             log.warning("database unavailable, batches stay spooled: %s", exc)
         except psycopg.Error as exc:

@@ -151,3 +151,21 @@ def test_line_cut_after_its_samples_field_is_still_detected():
     r = parse(text[:cut])
     assert [e.raw_id for e in only(r)] == ["4242"]
     assert r.broken_ids["unknown"] == {"rsync.2001"} and r.damaged == frozenset({"unknown"})
+
+
+def _by_id(result):
+    return {(t, e.raw_id): e._replace(digest=0) for t, es in result.targets.items() for e in es}
+
+
+def test_reusing_unchanged_entries_of_the_previous_read_gives_the_same_result(monkeypatch):
+    monkeypatch.setattr(jobstats, "CHUNK_CHARS", 200)
+    first = samples.V2_16_LCTL + samples.V2_15_2_OST.replace("job_stats:\n", "")
+    prev = parse(first, previous={})
+    assert all(e.digest for es in prev.targets.values() for e in es)
+    # the next read: one entry changed, the others identical
+    second = first.replace("samples:           5, unit: usecs", "samples:           9, unit: usecs")
+    again = parse(second, previous=prev.targets_by_id())
+    assert _by_id(again) == _by_id(parse(second))
+    reused = [e for es in again.targets.values() for e in es
+              if e is prev.targets_by_id()[e.target].get(e.raw_id)]
+    assert len(reused) == prev.n_entries - 1

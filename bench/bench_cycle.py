@@ -1,0 +1,121 @@
+"""One full collector cycle on a 100k-entry read: parse + repair + delta + spool + state + COPY.
+
+    .venv/bin/python bench/bench_cycle.py [--entries 100000] [--release 2.16] [--dsn DSN]
+
+Two consecutive reads of one busy target are generated (30 % of the entries grew between
+them). The first read sets the baseline (as after a collector start); the second is the
+measured steady-state cycle. Each kind (OST, MDT) runs in a fresh process so that its peak
+RSS is its own. CPU is the collector process's user+system time for the measured cycle;
+the PostgreSQL backend's CPU is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def child(kind: str, entries: int, release: str, dsn: str) -> dict:
+    import psycopg
+
+    from bench.dumps import cached_dump
+    from slurm_io.collect import daemon
+    from slurm_io.collect.source import parse_file
+    from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
+    from slurm_io.store import migrate
+    from slurm_io.store.spool import Spool
+
+    reads = [cached_dump(OUT, entries, release, kind, step=s) for s in (0, 1)]
+    state = Path(tempfile.mkdtemp(prefix="bench-cycle-"))
+    with psycopg.connect(dsn) as conn:
+        migrate.upgrade(conn)
+    link = daemon.DatabaseLink(lambda: psycopg.connect(dsn))
+    spool = Spool(state / "spool")
+    c = daemon.Collector(f"bench-{kind.lower()}-{os.getpid()}", state, spool,
+                         ClassifyCache(JobIdGrammar()), 120.0)
+    t0 = 1_795_000_000.0
+    c.process(t0, parse_file(reads[0], c.previous))
+    daemon.flush(spool, link)
+    backend_pid = link().info.backend_pid
+
+    def backend_cpu() -> float:
+        with open(f"/proc/{backend_pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    b0 = backend_cpu()
+    cpu0, wall0 = _cpu(), time.perf_counter()
+    parsed = parse_file(reads[1], c.previous)
+    cpu_parse = _cpu() - cpu0
+    res = c.process(t0 + 120, parsed)
+    cpu_delta = _cpu() - cpu0 - cpu_parse
+    written, remaining = daemon.flush(spool, link)
+    cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
+    b1 = backend_cpu()
+    link.reset()
+    shutil.rmtree(state, ignore_errors=True)
+    return {
+        "kind": kind, "release": release, "entries": res.batch.n_entries,
+        "input_MB": round(reads[1].stat().st_size / 1e6, 1), "rows": len(res.batch.deltas),
+        "cpu_s": round(cpu, 2), "cpu_parse_s": round(cpu_parse, 2),
+        "cpu_repair_delta_spool_state_s": round(cpu_delta, 2),
+        "cpu_copy_s": round(cpu - cpu_parse - cpu_delta, 2),
+        "wall_s": round(wall, 2), "backend_cpu_s": round(b1 - b0, 2),
+        "max_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "written": written, "remaining": remaining,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", type=int, default=100_000)
+    ap.add_argument("--release", default="2.16")
+    ap.add_argument("--dsn")
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, entries, release, dsn = args.child
+        print(json.dumps(child(kind, int(entries), release, dsn)))
+        return
+    server = None
+    dsn = args.dsn
+    if dsn is None:
+        from slurm_io.store.embedded import EmbeddedPostgres
+
+        base = Path(tempfile.mkdtemp(prefix="slurm-io-bench-", dir="/tmp"))
+        os.chmod(base, 0o755)
+        server = EmbeddedPostgres(base)
+        dsn = server.ensure()
+    try:
+        for kind in ("OST", "MDT"):
+            out = subprocess.run([sys.executable, __file__, "--child", kind, str(args.entries),
+                                  args.release, dsn], capture_output=True, text=True)
+            if out.returncode:
+                sys.exit(f"{kind} cycle failed:\n{out.stderr[-3000:]}")
+            print(out.stdout.strip())
+    finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.state_dir if hasattr(server, "state_dir") else base,
+                          ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
