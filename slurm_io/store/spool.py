@@ -169,11 +169,12 @@ class Spool:
         `conn_factory` is called once (only when something is pending); the connection is left
         open for the caller to reuse (a daemon keeps one connection and its id caches across
         cycles; see collect.daemon.DatabaseLink). Each file is removed after write_batch
-        succeeded, or returned False (the batch was already in the database). Never raises for database trouble:
-        an outage (OperationalError, a server that cannot start) stops the replay and keeps
-        the remaining files for the next flush; any other database error is logged with the
-        file name and also keeps the files, since dropping a batch would lose data. A file
-        that cannot be unpickled is renamed to *.corrupt so it cannot block the spool.
+        succeeded, or returned False (the batch was already in the database). Never raises
+        for database trouble: an outage (OperationalError, a server that cannot start) stops
+        the replay and keeps the remaining files for the next flush; any other database error
+        is logged with the file name and also keeps the files, since dropping a batch would
+        lose data. A file that cannot be unpickled is renamed to *.corrupt so it cannot block
+        the spool.
         """
         paths = self.pending()
         if not paths:
