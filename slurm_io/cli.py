@@ -25,12 +25,13 @@ JOBID_ARG = re.compile(r"^\d+(_\d+)?(\.\w+)?$")
 class JobioGroup(click.Group):
     """A click group where an unknown first word that looks like a job id means `show`."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        first = next((a for a in args if not a.startswith("-")), None)
-        if first is not None and first not in self.commands and JOBID_ARG.match(first):
-            i = args.index(first)
-            args = [*args[:i], "show", *args[i:]]
-        return super().parse_args(ctx, args)
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name is not None and name not in self.commands and JOBID_ARG.match(name):
+            return "show", self.commands["show"], args  # the job id stays show's argument
+        return super().resolve_command(ctx, args)
 
 
 def _setup_logging(verbose: int) -> None:
@@ -148,12 +149,17 @@ def db_status(cfg: Config) -> None:
 @click.option("--interval", type=float, help="Seconds between reads (default 120).")
 @click.option("--name", "collector_name", help="This collector's name (default: short hostname).")
 @click.option("--spool-dir", type=click.Path(path_type=Path))
+@click.option("--command-timeout", type=float, help="Seconds before lctl is killed (90).")
 @click.option("--jobid-format", "jobid_formats", multiple=True,
               help="jobid_name grammar, repeatable (default %j:%u:%H and %e.%u).")
+@click.option("--system-uid-max", type=int, help="uids up to this are system load (999).")
+@click.option("--system-uid", "system_uids", type=int, multiple=True,
+              help="Further system uids, repeatable (default 65534).")
 @click.pass_obj
 def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
             interval: float | None, collector_name: str | None, spool_dir: Path | None,
-            jobid_formats: tuple[str, ...]) -> None:
+            command_timeout: float | None, jobid_formats: tuple[str, ...],
+            system_uid_max: int | None, system_uids: tuple[int, ...]) -> None:
     """Read Lustre job_stats, compute per-interval deltas, store them in PostgreSQL."""
     from slurm_io.collect import daemon
     from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
@@ -161,7 +167,9 @@ def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
     from slurm_io.store.spool import Spool
 
     cfg = cfg.with_overrides(command=command, interval=interval, collector_name=collector_name,
-                             spool_dir=spool_dir, jobid_formats=jobid_formats or None)
+                             spool_dir=spool_dir, command_timeout=command_timeout,
+                             jobid_formats=jobid_formats or None, system_uid_max=system_uid_max,
+                             system_uids=system_uids or None)
     grammar = JobIdGrammar.from_config(cfg.jobid_formats, cfg.system_uid_max, cfg.system_uids)
     spool = Spool(cfg.spool)
     upgraded = False
