@@ -189,3 +189,30 @@ class Batch(NamedTuple):
     n_problems: int
     n_repaired: int
     n_unattributable: int
+
+
+class JobRecord(NamedTuple):
+    """One Slurm job as slurm-io keeps it (from sacct, the job-end hook or pyslurm).
+
+    `job` is JobIDRaw: what Lustre's `%j` (SLURM_JOB_ID) prints, also for array tasks, whose
+    display id (`5_1`) is `jobid`. Times are unix seconds; `end` None while running/unknown.
+    """
+
+    job: int
+    jobid: str
+    array_job: int | None
+    array_task: str | None
+    uid: int | None
+    user: str | None
+    account: str | None
+    partition: str | None
+    name: str | None
+    nodes: tuple[str, ...]  # expanded short host names; () when none assigned
+    submit: float | None
+    start: float | None
+    end: float | None
+    state: str | None  # e.g. COMPLETED, FAILED, CANCELLED, TIMEOUT, RUNNING
+    exit_code: str | None  # "3:0"
+    work_dir: str | None
+    submit_line: str | None
+    source: str  # "sacct", "hook", "pyslurm", "import"
