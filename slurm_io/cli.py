@@ -224,24 +224,66 @@ def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool
 
 
 @main.command("show")
-@click.argument("jobids", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.argument("jobids", nargs=-1)
+@click.option("-u", "--user", help="Jobs of this user (with -S/-E; default: the last day).")
+@click.option("-S", "--starttime", help="With -u: jobs running after this time.")
+@click.option("-E", "--endtime", help="With -u: jobs running before this time (default now).")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list, every counter by name.")
+@click.option("-P", "--parsable2", "parsable", is_flag=True, help="`|`-separated, like sacct.")
+@click.option("-o", "--format", "fmt", help="Fields for -P (sacct names or Lustre counters).")
+@click.option("-n", "--noheader", is_flag=True)
+@click.option("--targets", is_flag=True, help="Add the per-target view.")
+@click.option("--timeline", is_flag=True, help="Add the timeline (collector resolution).")
 @click.pass_obj
-def show(cfg: Config, jobids: tuple[str, ...], as_json: bool) -> None:
-    """A job's I/O (from entries whose id names the job)."""
-    from slurm_io.report import jobs as jobs_view
+def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str | None,
+         endtime: str | None, as_json: bool, parsable: bool, fmt: str | None, noheader: bool,
+         targets: bool, timeline: bool) -> None:
+    """A job's I/O: totals, per target, timeline, quality. `jobio JOBID` is short for this.
 
-    with _connect(cfg) as conn:
-        results = [jobs_view.job_totals(conn, j) for j in jobids]
-    missing = [j for j, r in zip(jobids, results, strict=True) if r is None]
-    found = [r for r in results if r is not None]
+    JOBID as in sacct -j: 123, an array's tasks 123, one task 123_4. A running job shows its
+    I/O so far. Users see their own jobs only (enforced by the database).
+    """
+    from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
+    from slurm_io.report import show as show_mod
+
+    if not jobids and not user:
+        raise click.UsageError("give job ids, or -u USER")
+    now = time.time()
+    reports = []
+    missing = []
+    with _connect(cfg, upgrade=False) as conn:
+        infos: list[JobInfo] = []
+        for spec in jobids:
+            if not JOBID_ARG.match(spec):
+                raise click.UsageError(f"not a job id: {spec!r}")
+            found = find_jobs(conn, spec)
+            if not found and "_" not in spec:
+                # not (yet) in the job table: what the collectors stored under its id
+                n = int(spec.split(".", 1)[0])
+                found = [JobInfo(n, str(n), None, None, None, None, None, (), None, None,
+                                 None, None, None, None)]
+            if not found:
+                missing.append(spec)
+            infos += found
+        if user:
+            end = _parse_time(endtime, now)
+            infos += user_jobs(conn, user, _parse_time(starttime, end - 86400), end)
+        for info in infos:
+            r = show_mod.job_report(conn, info, now=now, resolution=cfg.interval)
+            if info.start is None and not r["totals"]:
+                missing.append(info.jobid)
+                continue
+            reports.append(r)
     if as_json:
-        click.echo(json.dumps(found, indent=2, sort_keys=True))
+        click.echo(json.dumps(reports, indent=2, sort_keys=True))
+    elif parsable:
+        click.echo(show_mod.parsable(reports, fmt or show_mod.DEFAULT_FORMAT,
+                                     header=not noheader))
     else:
-        for r in found:
-            click.echo(jobs_view.render_job(r))
+        click.echo("\n\n".join(show_mod.render(r, targets=targets, timeline=timeline)
+                                for r in reports))
     for j in missing:
-        click.echo(f"jobio: no I/O recorded for job {j}", err=True)
+        click.echo(f"jobio: job {j}: no such job, or no I/O recorded for it", err=True)
     if missing:
         sys.exit(1)
 

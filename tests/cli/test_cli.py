@@ -29,7 +29,7 @@ def run(*args: str):
 def test_bare_job_id_means_show(db_dsn):
     r = run("--dsn", db_dsn, "4242")
     assert r.exit_code == 1
-    assert "no I/O recorded for job 4242" in r.output
+    assert "job 4242: no such job, or no I/O recorded for it" in r.output
 
 
 def test_db_upgrade_is_idempotent(db_dsn):

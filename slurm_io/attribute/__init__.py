@@ -1,0 +1,1 @@
+"""Attribution stage: stored deltas + job records -> per-job I/O."""

@@ -1,0 +1,193 @@
+"""Fetching what attribution needs from PostgreSQL, and storing its results (thin adapter).
+
+Three indexed queries per job: deltas naming the job (jobstats_delta_job), `:uid:host`
+deltas on its nodes in its window (jobstats_delta_host_ts), and the jobs of the same uid on
+those nodes (job_node_host_uid). All decisions are made in attribute.core.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+import psycopg
+
+from slurm_io.attribute.core import DeltaRow, JobIO, JobWindow, attribute
+from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
+
+_COUNTER_COLS: list[tuple[str, str]] = []
+for _b in BYTE_COUNTERS:
+    _COUNTER_COLS += [(_b, f"d.{_b}"), (f"{_b}_samples", f"d.{_b}_samples")]
+_COUNTER_COLS += [(op, f"d.op_{op}") for op in OP_COUNTERS]
+
+_SELECT = (
+    "SELECT extract(epoch FROM d.ts_start)::float8, extract(epoch FROM d.ts_end)::float8, "
+    "extract(epoch FROM d.last_update)::float8, t.name, h.name, d.id_class, d.job, d.uid, "
+    "d.read_bytes_min, d.read_bytes_max, d.read_bytes_hist, "
+    "d.write_bytes_min, d.write_bytes_max, d.write_bytes_hist, d.extra, "
+    + ", ".join(col for _, col in _COUNTER_COLS)
+    + " FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    "LEFT JOIN host h USING (host_id) "
+)
+_N_FIXED = 15
+_NAMES = [name for name, _ in _COUNTER_COLS]
+# deltas naming a job may come up to a day late or early (clock skew, late collectors)
+MARGIN = 86400.0
+
+
+class JobInfo(NamedTuple):
+    """A job record as `show` prints it (from the job table)."""
+
+    job: int
+    jobid: str
+    uid: int | None
+    user: str | None
+    account: str | None
+    partition: str | None
+    name: str | None
+    nodes: tuple[str, ...]
+    start: float | None
+    end: float | None
+    state: str | None
+    exit_code: str | None
+    work_dir: str | None
+    submit_line: str | None
+
+    @property
+    def window(self) -> JobWindow:
+        return JobWindow(self.job, self.uid, self.nodes, self.start, self.end)
+
+
+def _ts(t: float | None) -> datetime | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC)
+
+
+def _hist(v: Any) -> tuple[tuple[str, int], ...] | None:
+    if not v:
+        return None
+    return tuple((k, int(c)) for k, c in v.items())
+
+
+def _rows(cur: psycopg.Cursor) -> list[DeltaRow]:
+    out = []
+    for r in cur:
+        counters = {n: int(v) for n, v in zip(_NAMES, r[_N_FIXED:], strict=True) if v}
+        if r[14]:
+            for k, v in r[14].items():
+                counters[k] = counters.get(k, 0) + int(v)
+        sizes = {}
+        if r[_N_FIXED + 1]:  # read_bytes_samples
+            sizes["read"] = (int(r[_N_FIXED + 1]), r[8], r[9], _hist(r[10]))
+        if r[_N_FIXED + 3]:  # write_bytes_samples
+            sizes["write"] = (int(r[_N_FIXED + 3]), r[11], r[12], _hist(r[13]))
+        out.append(DeltaRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes))
+    return out
+
+
+_JOB_COLS = ("job, jobid, uid, user_name, account, partition, name, nodes, "
+             "extract(epoch FROM start_time)::float8, extract(epoch FROM end_time)::float8, "
+             "state, exit_code, work_dir, submit_line")
+
+
+def _info(r: tuple) -> JobInfo:
+    return JobInfo(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7] or ()), r[8], r[9],
+                   r[10], r[11], r[12], r[13])
+
+
+def find_jobs(conn: psycopg.Connection, spec: str) -> list[JobInfo]:
+    """Jobs named like sacct -j: `123` (a job, or every task of array 123), `5_1`."""
+    if "_" in spec:
+        rows = conn.execute(f"SELECT {_JOB_COLS} FROM job WHERE jobid = %s", (spec,))
+    else:
+        n = int(spec.split(".", 1)[0])
+        rows = conn.execute(
+            f"SELECT {_JOB_COLS} FROM job WHERE job = %s OR array_job = %s "
+            "ORDER BY array_job NULLS FIRST, job", (n, n))
+    return [_info(r) for r in rows]
+
+
+def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: float
+              ) -> list[JobInfo]:
+    """Jobs of a user (all users when None) that ran in [start, end]."""
+    q = (f"SELECT {_JOB_COLS} FROM job WHERE start_time <= %s "
+         "AND coalesce(end_time, 'infinity') >= %s")
+    args: list[Any] = [_ts(end), _ts(start)]
+    if user is not None:
+        q += " AND user_name = %s"
+        args.append(user)
+    return [_info(r) for r in conn.execute(q + " ORDER BY start_time, job", args)]
+
+
+def direct_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
+    q = _SELECT + "WHERE d.job = %s"
+    args: list[Any] = [j.job]
+    if j.start is not None:
+        q += " AND d.ts_end >= %s"
+        args.append(_ts(j.start - MARGIN))
+        q += " AND d.ts_end <= %s"
+        args.append(_ts((j.end if j.end is not None else now) + MARGIN))
+    with conn.cursor() as cur:
+        cur.execute(q, args)
+        return _rows(cur)
+
+
+def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
+    if j.uid is None or not j.nodes or j.start is None:
+        return []
+    end = j.end if j.end is not None else now
+    with conn.cursor() as cur:
+        cur.execute(
+            _SELECT + "WHERE d.host_id = ANY(SELECT host_id FROM host WHERE name = ANY(%s)) "
+            "AND d.uid = %s AND d.id_class = %s AND d.ts_end > %s AND d.ts_start < %s",
+            (list(j.nodes), j.uid, int(IdClass.JOB_MISSING), _ts(j.start), _ts(end)))
+        return _rows(cur)
+
+
+def competitors(conn: psycopg.Connection, j: JobWindow, lo: float, hi: float
+                ) -> list[JobWindow]:
+    """Jobs of the same uid with a node in common that ran during [lo, hi]."""
+    rows = conn.execute(
+        "SELECT j.job, j.uid, j.nodes, extract(epoch FROM j.start_time)::float8, "
+        "extract(epoch FROM j.end_time)::float8 FROM job j WHERE j.job IN ("
+        " SELECT jn.job FROM job_node jn JOIN host h USING (host_id)"
+        " WHERE h.name = ANY(%s) AND jn.uid = %s AND jn.start_time < %s"
+        " AND coalesce(jn.end_time, 'infinity') > %s)",
+        (list(j.nodes), j.uid, _ts(hi), _ts(lo))).fetchall()
+    return [JobWindow(r[0], r[1], tuple(r[2] or ()), r[3], r[4]) for r in rows]
+
+
+def attribute_job(conn: psycopg.Connection, j: JobWindow, *, now: float | None = None,
+                  resolution: float = 120.0) -> JobIO:
+    """Fetch and attribute one job's I/O."""
+    now = time.time() if now is None else now
+    direct = direct_deltas(conn, j, now)
+    rec = recovered_deltas(conn, j, now)
+    comp: list[JobWindow] = []
+    if rec:
+        comp = competitors(conn, j, min(d.ts_start for d in rec), max(d.ts_end for d in rec))
+    return attribute(j, direct, rec, comp, now=now, resolution=resolution)
+
+
+def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool) -> None:
+    conn.execute(
+        """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered, ambiguous,
+                               by_target, by_node, timeline, quality)
+           VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s)
+           ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
+             complete = EXCLUDED.complete, totals = EXCLUDED.totals,
+             recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
+             by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
+             timeline = EXCLUDED.timeline, quality = EXCLUDED.quality""",
+        (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
+         json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
+         json.dumps(io.timeline), json.dumps(io.quality)))
+
+
+def data_complete_until(conn: psycopg.Connection) -> float | None:
+    """The time up to which every collector has read: the oldest of their newest reads."""
+    r = conn.execute(
+        "SELECT extract(epoch FROM min(last))::float8 FROM "
+        "(SELECT max(read_time) AS last FROM ingest_batch GROUP BY collector) c").fetchone()
+    return r[0] if r else None

@@ -1,0 +1,165 @@
+"""`jobio show` / `jobio JOBID`: a job's I/O, like sacct shows its accounting.
+
+Figures come from attribute.sql at call time, so a running job shows its I/O so far and a
+finished one everything the collectors stored. The JSON keeps every counter by its Lustre
+name; the tables humanise bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until
+from slurm_io.report.counters import human_bytes
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t).isoformat(timespec="seconds")
+
+
+def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
+               resolution: float = 120.0) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    io = attribute_job(conn, info.window, now=now, resolution=resolution)
+    done_until = data_complete_until(conn)
+    complete = (info.end is not None and done_until is not None and done_until >= info.end)
+    return {
+        "jobid": info.jobid,
+        "job": info.job,
+        "user": info.user,
+        "uid": info.uid,
+        "account": info.account,
+        "partition": info.partition,
+        "name": info.name,
+        "nodes": list(info.nodes),
+        "start": _iso(info.start),
+        "end": _iso(info.end),
+        "elapsed": (round((info.end or now) - info.start) if info.start is not None else None),
+        "state": info.state,
+        "exit_code": info.exit_code,
+        "work_dir": info.work_dir,
+        "running": info.end is None and info.start is not None,
+        "complete": complete,
+        **io.as_json(),
+    }
+
+
+# -- human table -------------------------------------------------------------------------------
+def _elapsed(s: int | None) -> str:
+    if s is None:
+        return "-"
+    d, rem = divmod(int(s), 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{sec:02d}"
+
+
+def _pct(part: dict[str, int], total: dict[str, int]) -> str:
+    b = total.get("read_bytes", 0) + total.get("write_bytes", 0)
+    p = part.get("read_bytes", 0) + part.get("write_bytes", 0)
+    return f"{100 * p / b:.1f}%" if b else "-"
+
+
+def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) -> str:
+    t = r["totals"]
+    q = r["quality"]
+    lines = [
+        f"Job {r['jobid']} ({r['name'] or '-'})  user {r['user'] or r['uid']}  "
+        f"state {r['state'] or '-'}{' (running: I/O so far)' if r['running'] else ''}",
+        f"  nodes {len(r['nodes'])}: {','.join(r['nodes']) or '-'}",
+        f"  start {r['start'] or '-'}  end {r['end'] or '-'}  elapsed {_elapsed(r['elapsed'])}",
+        f"  read    {human_bytes(t.get('read_bytes', 0)):>12} in "
+        f"{t.get('read_bytes_samples', 0):>10} requests   mean {_size(q['read_mean_size'])}"
+        f"   small {_share(q['read_small_share'])}   read_kb_ops {_num(q['read_kb_ops'])}",
+        f"  written {human_bytes(t.get('write_bytes', 0)):>12} in "
+        f"{t.get('write_bytes_samples', 0):>10} requests   mean {_size(q['write_mean_size'])}"
+        f"   small {_share(q['write_small_share'])}   write_kb_ops {_num(q['write_kb_ops'])}",
+        f"  metadata ops {q['metadata_ops']}: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(t.items())
+                    if k not in ("read_bytes", "write_bytes", "read_bytes_samples",
+                                 "write_bytes_samples", "read", "write") and v),
+        f"  recovered from job-less ids {_pct(r['recovered'], t)}, "
+        f"ambiguous (shared with the user's other jobs) {_pct(r['ambiguous'], t)}, "
+        f"split pro rata at the job's edges {_pct(r['split'], t)}"
+        + ("" if r["complete"] or r["running"] else "  [collectors have not read past the "
+           "job's end yet: figures may grow]"),
+    ]
+    if targets:
+        lines.append(f"  {'target':<22}{'read':>12}{'written':>12}{'meta ops':>10}")
+        for name, c in r["by_target"].items():
+            meta = sum(v for k, v in c.items() if not k.startswith(("read", "write")))
+            lines.append(f"  {name:<22}{human_bytes(c.get('read_bytes', 0)):>12}"
+                         f"{human_bytes(c.get('write_bytes', 0)):>12}{meta:>10}")
+    if timeline:
+        lines.append(f"  {'time':<21}{'read':>12}{'written':>12}{'meta ops':>10}")
+        for ts, rb, wb, m in r["timeline"]:
+            lines.append(f"  {_iso(ts):<21}{human_bytes(rb):>12}{human_bytes(wb):>12}{m:>10}")
+    return "\n".join(lines)
+
+
+def _size(n: int | None) -> str:
+    return "-" if n is None else human_bytes(n)
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+# -- sacct-like parsable output ----------------------------------------------------------------
+FIELDS: dict[str, Any] = {
+    "jobid": lambda r: r["jobid"],
+    "jobidraw": lambda r: r["job"],
+    "user": lambda r: r["user"],
+    "uid": lambda r: r["uid"],
+    "jobname": lambda r: r["name"],
+    "account": lambda r: r["account"],
+    "partition": lambda r: r["partition"],
+    "state": lambda r: r["state"],
+    "start": lambda r: r["start"],
+    "end": lambda r: r["end"] or "Unknown",
+    "elapsed": lambda r: _elapsed(r["elapsed"]),
+    "nnodes": lambda r: len(r["nodes"]),
+    "nodelist": lambda r: ",".join(r["nodes"]),
+    "readbytes": lambda r: r["totals"].get("read_bytes", 0),
+    "writebytes": lambda r: r["totals"].get("write_bytes", 0),
+    "readreqs": lambda r: r["totals"].get("read_bytes_samples", 0),
+    "writereqs": lambda r: r["totals"].get("write_bytes_samples", 0),
+    "metaops": lambda r: r["quality"]["metadata_ops"],
+    "readkbops": lambda r: r["quality"]["read_kb_ops"],
+    "writekbops": lambda r: r["quality"]["write_kb_ops"],
+    "recoveredbytes": lambda r: (r["recovered"].get("read_bytes", 0)
+                                 + r["recovered"].get("write_bytes", 0)),
+    "ambiguousbytes": lambda r: (r["ambiguous"].get("read_bytes", 0)
+                                 + r["ambiguous"].get("write_bytes", 0)),
+}
+DEFAULT_FORMAT = "JobID,User,State,Elapsed,NNodes,ReadBytes,WriteBytes,MetaOps"
+
+
+def parsable(reports: list[dict[str, Any]], fmt: str, *, header: bool = True) -> str:
+    """`-P` output: `|`-separated, sacct's field names (case-insensitive), counters by
+    Lustre name also accepted (e.g. `open`, `mkdir`)."""
+    cols = [c.strip() for c in fmt.split(",") if c.strip()]
+    getters = []
+    for c in cols:
+        key = c.lower()
+        if key in FIELDS:
+            getters.append(FIELDS[key])
+        else:
+            getters.append(lambda r, k=c: r["totals"].get(k, 0))
+    out = ["|".join(cols)] if header else []
+    for r in reports:
+        out.append("|".join("" if (v := g(r)) is None else str(v) for g in getters))
+    return "\n".join(out)
+
+
+def unknown_fields(fmt: str, known_counters: set[str]) -> list[str]:
+    return [c for c in (x.strip() for x in fmt.split(","))
+            if c and c.lower() not in FIELDS and c not in known_counters]
