@@ -208,19 +208,29 @@ def _parse_time(value: str | None, default: float) -> float:
 @click.option("-S", "--starttime", help="Start (sacct-like: 2026-11-20T08:00, now-1day, ...).")
 @click.option("-E", "--endtime", help="End (default now).")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--attribution", is_flag=True,
+              help="Also split the load into jobs, recovered, users, hosts and nobody.")
 @click.pass_obj
-def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool) -> None:
+def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool,
+          attribution: bool) -> None:
     """Totals per counter over a time range, by id class and by filesystem."""
+    from slurm_io.report import unattributed
     from slurm_io.report import usage as usage_view
 
-    end = _parse_time(endtime, time.time())
+    now = time.time()
+    end = _parse_time(endtime, now)
     start = _parse_time(starttime, end - 86400)
     with _connect(cfg) as conn:
         result = usage_view.usage(conn, start, end)
+        if attribution:
+            result["attribution"] = unattributed.split(conn, start, end, now=now)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
         click.echo(usage_view.render_table(result))
+        if attribution:
+            click.echo("")
+            click.echo(unattributed.render(result["attribution"]))
 
 
 @main.command("show")
@@ -286,6 +296,24 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
         click.echo(f"jobio: job {j}: no such job, or no I/O recorded for it", err=True)
     if missing:
         sys.exit(1)
+
+
+@main.command("attribute")
+@click.option("--since", help="Jobs that ended after this time (default now-7days).")
+@click.option("--limit", type=int, help="At most this many jobs.")
+@click.pass_obj
+def attribute_cmd(cfg: Config, since: str | None, limit: int | None) -> None:
+    """Attribute finished jobs and store the results (for mails and reports).
+
+    A job is attributed again until every collector has read past its end ("complete").
+    """
+    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+
+    now = time.time()
+    with _connect(cfg) as conn:
+        jobs = pending_jobs(conn, _parse_time(since, now - 7 * 86400), limit)
+        n, complete = attribute_jobs(conn, jobs, now=now, resolution=cfg.interval)
+    click.echo(f"attributed {n} job(s), {complete} complete")
 
 
 @main.command("simulate")

@@ -22,7 +22,7 @@ for _b in BYTE_COUNTERS:
     _COUNTER_COLS += [(_b, f"d.{_b}"), (f"{_b}_samples", f"d.{_b}_samples")]
 _COUNTER_COLS += [(op, f"d.op_{op}") for op in OP_COUNTERS]
 
-_SELECT = (
+DELTA_SELECT = (
     "SELECT extract(epoch FROM d.ts_start)::float8, extract(epoch FROM d.ts_end)::float8, "
     "extract(epoch FROM d.last_update)::float8, t.name, h.name, d.id_class, d.job, d.uid, "
     "d.read_bytes_min, d.read_bytes_max, d.read_bytes_hist, "
@@ -70,7 +70,7 @@ def _hist(v: Any) -> tuple[tuple[str, int], ...] | None:
     return tuple((k, int(c)) for k, c in v.items())
 
 
-def _rows(cur: psycopg.Cursor) -> list[DeltaRow]:
+def delta_rows(cur: psycopg.Cursor) -> list[DeltaRow]:
     out = []
     for r in cur:
         counters = {n: int(v) for n, v in zip(_NAMES, r[_N_FIXED:], strict=True) if v}
@@ -121,7 +121,7 @@ def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: flo
 
 
 def direct_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
-    q = _SELECT + "WHERE d.job = %s"
+    q = DELTA_SELECT + "WHERE d.job = %s"
     args: list[Any] = [j.job]
     if j.start is not None:
         q += " AND d.ts_end >= %s"
@@ -130,7 +130,7 @@ def direct_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[De
         args.append(_ts((j.end if j.end is not None else now) + MARGIN))
     with conn.cursor() as cur:
         cur.execute(q, args)
-        return _rows(cur)
+        return delta_rows(cur)
 
 
 def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
@@ -139,10 +139,10 @@ def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list
     end = j.end if j.end is not None else now
     with conn.cursor() as cur:
         cur.execute(
-            _SELECT + "WHERE d.host_id = ANY(SELECT host_id FROM host WHERE name = ANY(%s)) "
+            DELTA_SELECT + "WHERE d.host_id = ANY(SELECT host_id FROM host WHERE name = ANY(%s)) "
             "AND d.uid = %s AND d.id_class = %s AND d.ts_end > %s AND d.ts_start < %s",
             (list(j.nodes), j.uid, int(IdClass.JOB_MISSING), _ts(j.start), _ts(end)))
-        return _rows(cur)
+        return delta_rows(cur)
 
 
 def competitors(conn: psycopg.Connection, j: JobWindow, lo: float, hi: float
@@ -191,3 +191,31 @@ def data_complete_until(conn: psycopg.Connection) -> float | None:
         "SELECT extract(epoch FROM min(last))::float8 FROM "
         "(SELECT max(read_time) AS last FROM ingest_batch GROUP BY collector) c").fetchone()
     return r[0] if r else None
+
+
+def pending_jobs(conn: psycopg.Connection, since: float, limit: int | None = None
+                 ) -> list[JobInfo]:
+    """Finished jobs (ended after `since`) without a complete attribution yet."""
+    q = (f"SELECT {_JOB_COLS} FROM job WHERE job IN (SELECT j.job "
+         "FROM job j LEFT JOIN job_io io USING (job) "
+         "WHERE j.end_time >= %s AND j.start_time IS NOT NULL "
+         "AND (io.job IS NULL OR NOT io.complete)) ORDER BY end_time")
+    if limit:
+        q += f" LIMIT {int(limit)}"
+    return [_info(r) for r in conn.execute(q, (_ts(since),))]
+
+
+def attribute_jobs(conn: psycopg.Connection, jobs: list[JobInfo], *, now: float | None = None,
+                   resolution: float = 120.0) -> tuple[int, int]:
+    """Attribute and store many jobs; returns (stored, complete)."""
+    now = time.time() if now is None else now
+    done_until = data_complete_until(conn)
+    n = n_complete = 0
+    for info in jobs:
+        io = attribute_job(conn, info.window, now=now, resolution=resolution)
+        complete = info.end is not None and done_until is not None and done_until >= info.end
+        store_job_io(conn, info.window, io, complete)
+        n += 1
+        n_complete += complete
+    conn.commit()
+    return n, n_complete

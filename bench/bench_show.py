@@ -1,0 +1,219 @@
+"""`jobio show` and batch attribution on a 30-day, 2,000-node, ~50k-job database.
+
+    .venv/bin/python bench/bench_show.py build [--jobs 50000] [--days 30] [--dsn DSN]
+    .venv/bin/python bench/bench_show.py run   [--dsn DSN]
+
+`build` generates the cluster's job records and its deltas (exact ids, ~12 % job-missing
+`:uid:host` entries recovered by attribution, login/system load) and writes them through the
+real ingest path (write_batch, binary COPY into the partitioned table). Without --dsn it uses a
+persistent embedded PostgreSQL in /var/tmp/slurm-io-bench (kept between build and run).
+`run` times `jobio show --json` of random jobs (server time of its queries, and wall time of
+the whole command including Python start-up), attribution of 1,000 finished jobs in one
+batch, and prints the EXPLAIN (ANALYZE, BUFFERS) plans of the main queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psycopg  # noqa: E402
+
+from slurm_io.model import Batch, ByteStats, Delta, IdClass, JobId, JobRecord  # noqa: E402
+
+STATE = Path("/var/tmp/slurm-io-bench")
+N_NODES = 2000
+PERIOD = 120.0
+T0 = 1_790_000_000.0  # 2026-09-21
+
+
+def dsn_of(args: argparse.Namespace) -> str:
+    if args.dsn:
+        return args.dsn
+    from slurm_io.store.embedded import EmbeddedPostgres
+
+    STATE.mkdir(parents=True, exist_ok=True)
+    os.chmod(STATE, 0o755)
+    return EmbeddedPostgres(STATE).ensure()
+
+
+def make_jobs(n_jobs: int, days: int, rng: random.Random) -> list[JobRecord]:
+    jobs = []
+    span = days * 86400
+    for i in range(n_jobs):
+        uid = 1000 + rng.randrange(300)
+        n = rng.choice((1, 1, 1, 2, 2, 4, 8, 16))
+        first = rng.randrange(N_NODES - n)
+        nodes = tuple(f"c{k:04d}" for k in range(first, first + n))
+        dur = min(48 * 3600, max(300, rng.lognormvariate(8.3, 1.0)))
+        start = T0 + rng.random() * (span - dur)
+        jobs.append(JobRecord(2_000_000 + i, str(2_000_000 + i), None, None, uid, f"u{uid}",
+                              "acct", "batch", f"job{i % 97}", nodes, start - 60, start,
+                              start + dur, "COMPLETED", "0:0", f"/home/u{uid}", None, "bench"))
+    return jobs
+
+
+def make_deltas(jobs: list[JobRecord], rng: random.Random) -> list[tuple[Delta, JobId]]:
+    out = []
+    for j in jobs:
+        assert j.start is not None and j.end is not None
+        t = (j.start // PERIOD + 1) * PERIOD
+        while t <= j.end + PERIOD:
+            for node in j.nodes:
+                if rng.random() < 0.55:
+                    ost = f"scratch-OST{rng.randrange(16):04x}"
+                    missing = rng.random() < 0.12
+                    rid = f":{j.uid}:{node}" if missing else f"{j.job}:{j.uid}:{node}"
+                    nreq = rng.randrange(1, 2000)
+                    size = rng.choice((4096, 65536, 1 << 20, 4 << 20))
+                    st = ByteStats(nreq, size, size, nreq * size, nreq * size * size, None)
+                    kind = "write_bytes" if rng.random() < 0.5 else "read_bytes"
+                    d = Delta(ost, rid, rid, t - PERIOD, t, t - rng.random() * PERIOD,
+                              {kind: nreq, "punch": rng.randrange(2)}, {kind: st}, 0)
+                    jid = (JobId(IdClass.JOB_MISSING, None, j.uid, node, None, False) if missing
+                           else JobId(IdClass.EXACT, j.job, j.uid, node, None, False))
+                    out.append((d, jid))
+                if rng.random() < 0.15:
+                    rid = f"{j.job}:{j.uid}:{node}"
+                    d = Delta("scratch-MDT0000", rid, rid, t - PERIOD, t, t - 5,
+                              {"open": rng.randrange(1, 500), "close": rng.randrange(1, 500),
+                               "getattr": rng.randrange(1, 900)}, {}, 0)
+                    out.append((d, JobId(IdClass.EXACT, j.job, j.uid, node, None, False)))
+            t += PERIOD
+    # login-node traffic of users, outside jobs
+    for _ in range(len(out) // 10):
+        uid = 1000 + rng.randrange(300)
+        t = T0 + rng.randrange(int(30 * 86400 / PERIOD)) * PERIOD
+        rid = f"rsync.{uid}"
+        d = Delta("scratch-OST0000", rid, rid, t - PERIOD, t, None,
+                  {"read_bytes": 10}, {"read_bytes": ByteStats(10, 4096, 1 << 20, 1 << 22,
+                                                               None, None)}, 0)
+        out.append((d, JobId(IdClass.EXE, None, uid, None, "rsync", False)))
+    out.sort(key=lambda x: x[0].t1)
+    return out
+
+
+def build(args: argparse.Namespace) -> None:
+    from slurm_io.jobs.store import upsert_jobs
+    from slurm_io.store import migrate
+    from slurm_io.store.writer import write_batch
+
+    dsn = dsn_of(args)
+    base = psycopg.conninfo.conninfo_to_dict(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS bench_show WITH (FORCE)")
+        conn.execute("CREATE DATABASE bench_show")
+    base["dbname"] = "bench_show"
+    dsn = psycopg.conninfo.make_conninfo(**base)
+    rng = random.Random(1)
+    t = time.time()
+    jobs = make_jobs(args.jobs, args.days, rng)
+    with psycopg.connect(dsn) as conn:
+        migrate.upgrade(conn)
+        upsert_jobs(conn, jobs)
+        conn.commit()
+    print(f"{len(jobs)} jobs stored in {time.time() - t:.1f} s", flush=True)
+    total = 0
+    t = time.time()
+    with psycopg.connect(dsn) as conn:
+        seq = 0
+        for chunk_start in range(0, len(jobs), 2000):
+            deltas = make_deltas(jobs[chunk_start:chunk_start + 2000], rng)
+            for i in range(0, len(deltas), 20_000):
+                part = deltas[i:i + 20_000]
+                seq += 1
+                write_batch(conn, Batch("bench", seq, part[-1][0].t1, (), part, 0, 0, 0, 0))
+                total += len(part)
+            print(f"  {total:,} rows, {total / (time.time() - t):,.0f} rows/s", flush=True)
+        conn.execute("ANALYZE")
+        size = conn.execute("SELECT pg_database_size('bench_show')").fetchone()[0]
+    print(f"{total:,} delta rows in {time.time() - t:.0f} s; database {size / 1e9:.2f} GB")
+    print(f"dsn: {dsn}")
+
+
+def run(args: argparse.Namespace) -> None:
+    from slurm_io.attribute.sql import (
+        attribute_jobs,
+        direct_deltas,
+        find_jobs,
+        pending_jobs,
+        recovered_deltas,
+    )
+
+    base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
+    base["dbname"] = "bench_show"
+    dsn = psycopg.conninfo.make_conninfo(**base)
+    rng = random.Random(2)
+    with psycopg.connect(dsn) as conn:
+        n_jobs = conn.execute("SELECT count(*) FROM job").fetchone()[0]
+        n_rows = conn.execute("SELECT count(*) FROM jobstats_delta").fetchone()[0]
+        sample = [r[0] for r in conn.execute(
+            "SELECT job FROM job ORDER BY random() LIMIT 30").fetchall()]
+    print(f"database: {n_jobs:,} jobs, {n_rows:,} delta rows")
+    # server time: the show queries, in process, warm
+    server = []
+    with psycopg.connect(dsn) as conn:
+        for job in sample:
+            t = time.perf_counter()
+            from slurm_io.report.show import job_report
+            (info,) = find_jobs(conn, str(job))
+            job_report(conn, info)
+            server.append(time.perf_counter() - t)
+    print(f"show (in process, warm): median {statistics.median(server) * 1000:.1f} ms, "
+          f"max {max(server) * 1000:.1f} ms over {len(server)} jobs")
+    wall = []
+    env = {**os.environ, "SLURM_IO_DSN": dsn}
+    jobio = str(Path(sys.executable).with_name("jobio"))
+    for job in sample[:15]:
+        t = time.perf_counter()
+        subprocess.run([jobio, "show", "--json", str(job)], env=env, check=True,
+                       capture_output=True)
+        wall.append(time.perf_counter() - t)
+    print(f"jobio show --json (wall, new process): median {statistics.median(wall) * 1000:.0f}"
+          f" ms, max {max(wall) * 1000:.0f} ms")
+    with psycopg.connect(dsn) as conn:
+        conn.execute("DELETE FROM job_io")
+        conn.commit()
+        jobs = pending_jobs(conn, 0, 1000)
+        t = time.perf_counter()
+        n, _ = attribute_jobs(conn, jobs)
+        print(f"attribution of {n} finished jobs in one batch: {time.perf_counter() - t:.2f} s")
+        (info,) = find_jobs(conn, str(sample[0]))
+        j = info.window
+        for label, q, params in (
+            ("direct", "SELECT * FROM jobstats_delta d WHERE d.job = %s AND d.ts_end >= %s "
+             "AND d.ts_end <= %s", (j.job, datetime.fromtimestamp(j.start - 86400, UTC),
+                                    datetime.fromtimestamp(j.end + 86400, UTC))),
+            ("recovered", "SELECT * FROM jobstats_delta d WHERE d.host_id = ANY(SELECT host_id "
+             "FROM host WHERE name = ANY(%s)) AND d.uid = %s AND d.id_class = 5 AND "
+             "d.ts_end > %s AND d.ts_start < %s",
+             (list(j.nodes), j.uid, datetime.fromtimestamp(j.start, UTC),
+              datetime.fromtimestamp(j.end, UTC))),
+        ):
+            plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + q, params).fetchall()
+            print(f"\nEXPLAIN {label}:")
+            print("\n".join(r[0] for r in plan))
+        _ = (direct_deltas, recovered_deltas)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("build", "run"))
+    ap.add_argument("--jobs", type=int, default=50_000)
+    ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--dsn")
+    args = ap.parse_args()
+    build(args) if args.what == "build" else run(args)
+
+
+if __name__ == "__main__":
+    main()
