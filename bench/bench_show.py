@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import psycopg  # noqa: E402
+import psycopg
 
-from slurm_io.model import Batch, ByteStats, Delta, IdClass, JobId, JobRecord  # noqa: E402
+from slurm_io.model import Batch, ByteStats, Delta, IdClass, JobId, JobRecord
 
 STATE = Path("/var/tmp/slurm-io-bench")
 N_NODES = 2000
@@ -152,7 +152,6 @@ def run(args: argparse.Namespace) -> None:
     base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
     base["dbname"] = "bench_show"
     dsn = psycopg.conninfo.make_conninfo(**base)
-    rng = random.Random(2)
     with psycopg.connect(dsn) as conn:
         n_jobs = conn.execute("SELECT count(*) FROM job").fetchone()[0]
         n_rows = conn.execute("SELECT count(*) FROM jobstats_delta").fetchone()[0]

@@ -139,6 +139,55 @@ def db_status(cfg: Config) -> None:
         click.echo(f"{k}: {v}")
 
 
+@db_group.command("users")
+@click.option("--all-passwd", is_flag=True,
+              help="Every passwd entry with uid >= 1000 (nobody excepted).")
+@click.option("--admin-group", help="Unix group whose members see every job "
+              "(default: privacy.admin_group, slurmio-admin).")
+@click.argument("users", nargs=-1)
+@click.pass_obj
+def db_users(cfg: Config, all_passwd: bool, admin_group: str | None,
+             users: tuple[str, ...]) -> None:
+    """Create database roles for OS users so that they see their own jobs (admin command).
+
+    Each user gets a login role of their name (peer authentication), mapped to their uid;
+    the members of the admin group also see every job, and those who left it no longer do.
+    Without USERS or --all-passwd only the admin group is synchronised. See docs/privacy.md.
+    """
+    from slurm_io.store import accounts
+
+    if all_passwd and users:
+        raise click.UsageError("give USERS or --all-passwd, not both")
+    cfg = cfg.with_overrides(admin_group=admin_group)
+    admins = accounts.group_members(cfg.admin_group)
+    if admins is None:
+        click.echo(f"warning: Unix group {cfg.admin_group!r} does not exist: no admins",
+                   err=True)
+        admins = []
+    if all_passwd:
+        wanted = accounts.passwd_users()
+        unknown: list[str] = []
+    else:
+        wanted, unknown = accounts.resolve_users(users)
+    admin_entries, unknown_admins = accounts.resolve_users(
+        a for a in admins if a not in {name for name, _ in wanted})
+    for name in [*unknown, *unknown_admins]:
+        click.echo(f"warning: no OS account {name!r}: skipped", err=True)
+    with _connect(cfg) as conn:
+        result = accounts.sync_accounts(conn, [*wanted, *admin_entries], admins)
+    for label, names in (("created role", result.created), ("added to jobio_user", result.added),
+                         ("uid mapped", result.mapped), ("admin granted", result.admins_granted),
+                         ("admin revoked", result.admins_revoked)):
+        for name in names:
+            click.echo(f"{label}: {name}")
+    for name, reason in result.skipped:
+        click.echo(f"skipped {name}: {reason}", err=True)
+    click.echo(f"{len(wanted) + len(admin_entries)} account(s) checked, "
+               f"{len(result.created)} role(s) created")
+    if unknown:
+        sys.exit(1)
+
+
 # -- collector ------------------------------------------------------------------------------
 @main.command("collect")
 @click.option("--once", is_flag=True, help="Run one cycle and exit.")

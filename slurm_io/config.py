@@ -38,6 +38,8 @@ class Config:
     jobid_formats: tuple[str, ...] = ("%j:%u:%H", "%e.%u")
     system_uid_max: int = 999
     system_uids: tuple[int, ...] = (65534,)
+    # privacy: members of this Unix group see every job (database role jobio_admin)
+    admin_group: str = "slurmio-admin"
     source: Path | None = None  # the file this came from
 
     @property
@@ -60,6 +62,7 @@ _KEYS: dict[str, tuple[str, type]] = {
     "jobid.formats": ("jobid_formats", tuple),
     "jobid.system_uid_max": ("system_uid_max", int),
     "jobid.system_uids": ("system_uids", tuple),
+    "privacy.admin_group": ("admin_group", str),
 }
 
 

@@ -6,21 +6,35 @@ shared server. A site with a real server passes `--dsn` / `SLURM_IO_DSN` instead
 
 Layout under the state directory:
 
-    pg/          owned by the server account, mode 0700
+    pg/          owned by the server account, mode 0711 (others may pass through, not list)
       data/      the cluster (initdb'ed into data.initdb/ and renamed, so a crash during
-                 initdb never leaves a half-initialised cluster behind)
-      run/       unix socket directory, mode 0700
+                 initdb never leaves a half-initialised cluster behind); mode 0700
+      run/       unix socket directory, mode 0755 (see the security model)
       log/       server logs (weekly rotation by the logging collector; startup.log holds
-                 what the server prints before its collector runs)
+                 what the server prints before its collector runs), mode 0700
       .lock      flock(2) serialising init/start/stop between concurrent `jobio` processes
 
 Security model: the server listens on no TCP address at all (listen_addresses = ''), only on
-a unix socket in `run/`, and authenticates local connections with `trust`. What protects the
-data is the socket directory's mode 0700: only its owner (the server account) and root can
-reach the socket. As a normal user that owner is the user themself. As root the owner is the
-`postgres` OS account (or a `slurmio` system account created when `postgres` does not exist),
-so any process running as that account can connect too -- on a machine whose `postgres`
-account is shared with another PostgreSQL service, point SLURM_IO_DSN at that service instead.
+a unix socket in `run/`, and authenticates every connection with `peer`: the kernel tells the
+server the uid of the connecting process, and the ident map (pg_ident.conf) decides which
+database role that OS account may log in as:
+
+  - the server's own account (`postgres`, the `slurmio` system account, or the user running
+    a private server) and root may log in as the superuser `slurmio`, and as nothing else;
+  - every other OS account may log in only as the role of its own name (which exists only
+    when an admin created it with `jobio db users`; it sees its own jobs, see
+    docs/privacy.md and sql/0004_privacy.sql).
+
+The socket directory (0755) and the socket (0777) are therefore reachable by every local
+user. That is safe only because authentication is `peer` with this map; it replaced an
+earlier design of `trust` behind a 0700 socket directory. pg_hba.conf and pg_ident.conf are
+rewritten at every start and, when they differ from what this module writes (a cluster made
+by an older slurm-io, a hand edit), also by `ensure()` on a running server followed by a
+reload, so an upgraded installation never keeps `trust`.
+
+A process that is neither root nor the server's account (a user running `jobio show` with
+the system's state directory) does not init, start or lock anything: `ensure()` returns a
+conninfo naming its own role and the server must already run.
 
 Why an unprivileged account as root: initdb, pg_ctl and postgres refuse to run as root. The
 account must be able to enter every parent directory of the data directory; root's default
@@ -57,6 +71,11 @@ PORT = 5432
 SERVICE_ACCOUNT = "postgres"  # preferred account when running as root (Debian creates it)
 FALLBACK_ACCOUNT = "slurmio"  # created as a system account when `postgres` does not exist
 REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
+# pg_ident.conf map names (see the security model above).
+SUPERUSER_MAP = "slurmio_superuser"  # the server account and root -> slurmio
+USERS_MAP = "slurmio_users"  # any other OS account -> the role of the same name
+# An OS account name we are willing to write into pg_ident.conf (quoted there).
+_ACCOUNT_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]*\$?")
 SETUP_HINT = (
     "Run the project's set-up script `scripts/setup.sh` (installs postgresql-15 via apt), "
     f"set ${BINDIR_ENV} to a PostgreSQL bin directory, or use an existing server with "
@@ -119,6 +138,17 @@ class _Account:
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
 
 
+def _current_user_name() -> str:
+    """The OS account name of this process (peer authentication sees the same)."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        raise EmbeddedPostgresError(
+            f"uid {uid} has no passwd entry; peer authentication needs an account name"
+        ) from None
+
+
 def _create_system_account(name: str) -> pwd.struct_passwd:
     """Create a no-login system account (only when `postgres` does not exist)."""
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
@@ -164,14 +194,21 @@ class EmbeddedPostgres:
         """Initialise the cluster if needed and start it if it is not running.
 
         Safe to call from several processes at once (serialised by an flock) and cheap when
-        the server already runs (a pid check, no subprocess). Returns the conninfo.
+        the server already runs (a pid check and reading pg_hba/pg_ident, no subprocess).
+        Returns the conninfo.
+
+        Called by an OS user who is neither root nor the server's account, on a server that
+        account made (a user running `jobio show` with the system's state directory), it
+        touches nothing and returns the conninfo of the caller's own role: peer
+        authentication lets them log in as nothing else.
         """
+        if self._foreign():
+            return make_conninfo(self.conninfo, user=_current_user_name())
         with self._locked():
             account = self._prepare_dirs()
             if not self._initialized():
                 self._initdb(account)
-            if self._running_pid() is None:
-                self._start(account)
+            self._start_or_sync(account)
             if not self._db_marker.exists():
                 self._create_database()
         return self.conninfo
@@ -184,8 +221,7 @@ class EmbeddedPostgres:
                 raise EmbeddedPostgresError(
                     f"no cluster in {self.data_dir}; initialise it with ensure()"
                 )
-            if self._running_pid() is None:
-                self._start(account)
+            self._start_or_sync(account)
 
     def stop(self) -> None:
         """Stop the server (fast shutdown: sessions are disconnected, data is kept)."""
@@ -260,12 +296,26 @@ class EmbeddedPostgres:
                 path.mkdir()
                 os.chmod(path, mode)
 
+    def _foreign(self) -> bool:
+        """True when we are neither root nor the owner of an existing pg/ directory."""
+        if os.geteuid() == 0:
+            return False
+        try:
+            return self.pg_dir.stat().st_uid != os.geteuid()
+        except OSError:
+            return False  # nothing there yet (or unreachable: the normal path reports it)
+
     def _prepare_dirs(self) -> _Account | None:
-        """Create pg/, run/, log/ with mode 0700, owned by the server account."""
+        """Create pg/ (0711), run/ (0755) and log/ (0700), owned by the server account.
+
+        run/ is open to every local user because authentication is `peer` (see the module
+        docstring); pg/ lets them pass through to it without listing it.
+        """
         account = self._account()
-        for path in (self.pg_dir, self.socket_dir, self.log_dir):
+        for path, mode in ((self.pg_dir, 0o711), (self.socket_dir, 0o755),
+                           (self.log_dir, 0o700)):
             path.mkdir(mode=0o700, exist_ok=True)
-            os.chmod(path, 0o700)
+            os.chmod(path, mode)
             if account is not None:
                 st = path.stat()
                 if (st.st_uid, st.st_gid) != (account.uid, account.gid):
@@ -336,7 +386,7 @@ class EmbeddedPostgres:
             shutil.rmtree(scratch)  # left by an initdb that died; we hold the lock
         self._run(
             [self._bin("initdb"), "-D", str(scratch), "-U", SUPERUSER, "-E", "UTF8",
-             "--locale=C", "--auth-local=trust", "--auth-host=reject"],
+             "--locale=C", "--auth-local=peer", "--auth-host=reject"],
             account, what="initialise the embedded PostgreSQL (initdb)",
         )
         with open(scratch / "postgresql.conf", "a", encoding="utf-8") as conf:
@@ -353,7 +403,9 @@ class EmbeddedPostgres:
         settings = {
             "listen_addresses": "''",
             "unix_socket_directories": quote(str(self.socket_dir)),
-            "unix_socket_permissions": "0700",
+            # Every local user may reach the socket; peer authentication decides who they
+            # are (pg_hba.conf / pg_ident.conf below).
+            "unix_socket_permissions": "0777",
             "port": str(PORT),
             "shared_buffers": "'128MB'",
             "max_wal_size": "'1GB'",
@@ -381,6 +433,64 @@ class EmbeddedPostgres:
             os.chown(tmp, account.uid, account.gid)
         os.replace(tmp, path)
 
+    def _auth_files(self, account: _Account | None) -> dict[str, str]:
+        """The pg_hba.conf and pg_ident.conf this module keeps in the data directory."""
+        owner = account.name if account is not None else _current_user_name()
+        names = [owner] if owner == "root" else [owner, "root"]
+        for name in names:
+            if not _ACCOUNT_NAME_RE.fullmatch(name):
+                raise EmbeddedPostgresError(
+                    f"cannot write an ident map for the OS account {name!r}: unusual name"
+                )
+        header = (
+            "# Written by slurm-io (slurm_io/store/embedded.py) at every start: edits are\n"
+            "# overwritten. Peer authentication only; see docs/privacy.md.\n"
+        )
+        hba = header + "".join(
+            f"{line}\n"
+            for line in (
+                "# TYPE  DATABASE     USER     METHOD",
+                # The superuser: only the accounts of the superuser map.
+                f"local   all          {SUPERUSER}  peer map={SUPERUSER_MAP}",
+                f"local   replication  {SUPERUSER}  peer map={SUPERUSER_MAP}",
+                # Everyone else: only the role named like their OS account.
+                f"local   all          all      peer map={USERS_MAP}",
+            )
+        )
+        ident = header + "# MAPNAME  SYSTEM-USERNAME  PG-USERNAME\n"
+        ident += "".join(f'{SUPERUSER_MAP}  "{name}"  {SUPERUSER}\n' for name in names)
+        ident += f"{USERS_MAP}  /^(.*)$  \\1\n"
+        return {"pg_hba.conf": hba, "pg_ident.conf": ident}
+
+    def _write_auth(self, account: _Account | None) -> bool:
+        """(Re)write pg_hba.conf and pg_ident.conf; True when either changed."""
+        changed = False
+        for name, text in self._auth_files(account).items():
+            path = self.data_dir / name
+            with contextlib.suppress(OSError):
+                if path.read_text(encoding="utf-8") == text:
+                    continue
+            tmp = path.with_name(name + ".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            if account is not None:
+                os.chown(tmp, account.uid, account.gid)
+            os.replace(tmp, path)
+            changed = True
+        return changed
+
+    def _start_or_sync(self, account: _Account | None) -> None:
+        """Start the server, or make a running one use our authentication files."""
+        if self._running_pid() is None:
+            self._start(account)
+        elif self._write_auth(account):
+            # A cluster made by an older slurm-io (trust) or a hand edit: apply ours now.
+            self._run(
+                [self._bin("pg_ctl"), "reload", "-D", str(self.data_dir), "-s"],
+                account, what="reload the embedded PostgreSQL's authentication files",
+            )
+
     def _check_version(self) -> None:
         data_version = (self.data_dir / "PG_VERSION").read_text().strip()
         bin_version = self._bin_dir().parent.name
@@ -394,6 +504,7 @@ class EmbeddedPostgres:
     def _start(self, account: _Account | None) -> None:
         self._check_version()
         self._write_conf(account)
+        self._write_auth(account)
         self._run(
             [self._bin("pg_ctl"), "start", "-D", str(self.data_dir), "-l",
              str(self.log_dir / "startup.log"), "-w", "-t", "120", "-s"],

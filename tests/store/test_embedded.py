@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -13,11 +15,19 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from slurm_io import paths
-from slurm_io.store.embedded import EmbeddedPostgres, EmbeddedPostgresError, PostgresNotInstalled
+from slurm_io.store.embedded import (
+    EmbeddedPostgres,
+    EmbeddedPostgresError,
+    PostgresNotInstalled,
+    find_bindir,
+)
 
 pytestmark = pytest.mark.pg
+
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 
 
 @pytest.fixture
@@ -65,15 +75,106 @@ def test_start_refuses_an_uninitialised_directory(server: EmbeddedPostgres) -> N
         server.start()
 
 
-def test_server_has_no_tcp_listener_and_a_private_socket_dir(server: EmbeddedPostgres) -> None:
+def test_server_has_no_tcp_listener_and_peer_auth_on_an_open_socket_dir(
+    server: EmbeddedPostgres,
+) -> None:
     with psycopg.connect(server.ensure()) as conn:
         assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
         assert conn.execute("SELECT inet_server_addr()").fetchone() == (None,)
         (socket_dirs,) = conn.execute("SHOW unix_socket_directories").fetchone()
+        rules = conn.execute(
+            "SELECT type, database, user_name, auth_method, options, error "
+            "FROM pg_hba_file_rules ORDER BY line_number"
+        ).fetchall()
+        maps = conn.execute(
+            "SELECT map_name, sys_name, pg_username FROM pg_ident_file_mappings "
+            "ORDER BY line_number"
+        ).fetchall()
     assert socket_dirs == str(server.socket_dir)
-    st = server.socket_dir.stat()
-    assert stat.S_IMODE(st.st_mode) == 0o700
-    assert st.st_uid == server.data_dir.stat().st_uid
+    # Open to every local user: safe because authentication is peer, never trust.
+    assert stat.S_IMODE(server.socket_dir.stat().st_mode) == 0o755
+    assert stat.S_IMODE(server.pg_dir.stat().st_mode) == 0o711
+    assert stat.S_IMODE((server.socket_dir / ".s.PGSQL.5432").stat().st_mode) == 0o777
+    for private in (server.data_dir, server.log_dir):
+        assert stat.S_IMODE(private.stat().st_mode) == 0o700
+    assert server.socket_dir.stat().st_uid == server.data_dir.stat().st_uid
+    assert rules == [
+        ("local", ["all"], ["slurmio"], "peer", ["map=slurmio_superuser"], None),
+        ("local", ["replication"], ["slurmio"], "peer", ["map=slurmio_superuser"], None),
+        ("local", ["all"], ["all"], "peer", ["map=slurmio_users"], None),
+    ]
+    owner = pwd.getpwuid(server.data_dir.stat().st_uid).pw_name
+    superusers = {sys_name for name, sys_name, _ in maps if name == "slurmio_superuser"}
+    assert superusers == {owner, "root"}
+    assert ("slurmio_users", "/^(.*)$", "\\1") in maps
+
+
+def _psql_as(os_user: str, conninfo: str, query: str = "SELECT current_user") -> (
+    subprocess.CompletedProcess[str]
+):
+    """Run psql as another OS account (root only), as a real client would."""
+    psql = find_bindir() / "psql"
+    return subprocess.run(
+        [RUNUSER, "-u", os_user, "--", str(psql), "-X", "-A", "-t", "-d", conninfo,
+         "-c", query],
+        capture_output=True, text=True, cwd="/", timeout=60, check=False,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": "/"},
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another OS user")
+def test_other_os_users_cannot_log_in_as_the_superuser(server: EmbeddedPostgres) -> None:
+    conninfo = server.ensure()
+    owner = pwd.getpwuid(server.data_dir.stat().st_uid).pw_name
+    ok = _psql_as(owner, conninfo)
+    assert (ok.returncode, ok.stdout.strip()) == (0, "slurmio"), ok.stderr
+    denied = _psql_as("nobody", conninfo)
+    assert denied.returncode != 0
+    assert 'Peer authentication failed for user "slurmio"' in denied.stderr
+    # The socket is reachable and peer auth passes for their own name; the role is missing.
+    own = _psql_as("nobody", make_conninfo(conninfo, user="nobody"))
+    assert own.returncode != 0
+    assert 'role "nobody" does not exist' in own.stderr
+
+
+def test_a_running_cluster_with_trust_is_switched_to_peer(server: EmbeddedPostgres) -> None:
+    """A cluster made by an older slurm-io (trust auth) gets peer auth without a restart."""
+    conninfo = server.ensure()
+    hba = server.data_dir / "pg_hba.conf"
+    ours = hba.read_text()
+    hba.write_text("local all all trust\n")  # as the old initdb --auth-local=trust did
+    with psycopg.connect(conninfo) as conn:
+        conn.execute("SELECT pg_reload_conf()")
+        assert conn.execute("SELECT auth_method FROM pg_hba_file_rules").fetchall() == [
+            ("trust",)
+        ]
+    if os.geteuid() == 0:
+        time.sleep(0.5)  # the reload signal is asynchronous
+        assert _psql_as("nobody", conninfo).returncode == 0  # trust: anyone is slurmio
+    pid = server.status()["pid"]
+    assert server.ensure() == conninfo
+    assert hba.read_text() == ours
+    assert server.status()["pid"] == pid  # reloaded, not restarted
+    if os.geteuid() == 0:
+        deadline = time.monotonic() + 30
+        while (result := _psql_as("nobody", conninfo)).returncode == 0:
+            assert time.monotonic() < deadline, "the server still trusts everyone"
+            time.sleep(0.2)
+        assert "Peer authentication failed" in result.stderr
+
+
+def test_ensure_by_a_user_who_does_not_own_the_server_only_names_their_role(
+    server: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Such a user (`jobio show` with the system's state dir) inits, starts and locks
+    nothing: they get a conninfo of their own role, the only one peer auth lets them use."""
+    conninfo = server.ensure()
+    nobody = pwd.getpwnam("nobody")
+    monkeypatch.setattr(os, "geteuid", lambda: nobody.pw_uid)
+    lock_mtime = (server.pg_dir / ".lock").stat().st_mtime_ns
+    foreign = server.ensure()
+    assert foreign == make_conninfo(conninfo, user="nobody")
+    assert (server.pg_dir / ".lock").stat().st_mtime_ns == lock_mtime
 
 
 def test_durability_settings_are_not_weakened(server: EmbeddedPostgres) -> None:

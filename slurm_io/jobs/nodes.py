@@ -1,0 +1,42 @@
+"""Slurm node lists -> short host names, the names the `host` table and job_ids use.
+
+Slurm prints compressed lists (`c[0001-0003,0007]`, `node[01-03],gpu02`); Lustre's `%H` and
+the collector's host dimension use short names, so every node name is expanded with
+python-hostlist (never by hand: ranges, padding and nested lists have many corner cases) and
+cut at the first dot.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import hostlist
+
+# What sacct prints for a job that never got nodes (pending, cancelled while pending).
+NO_NODES = frozenset({"", "None assigned", "(null)", "None"})
+
+
+class NodeListError(ValueError):
+    """A node list python-hostlist cannot expand."""
+
+
+def short_host(name: str) -> str:
+    """`node01.cluster.example.org` -> `node01` (names are kept short everywhere)."""
+    return name.split(".", 1)[0]
+
+
+@lru_cache(maxsize=8192)
+def expand_nodes(text: str) -> tuple[str, ...]:
+    """Expanded, shortened, de-duplicated node names in Slurm's order; () for no nodes.
+
+    Cached: the same list (a whole partition, a popular node set) recurs in thousands of
+    sacct lines, and expansion is the most expensive step of parsing one.
+    """
+    text = text.strip()
+    if text in NO_NODES:
+        return ()
+    try:
+        names = hostlist.expand_hostlist(text)
+    except hostlist.BadHostlist as e:
+        raise NodeListError(f"bad node list {text!r}: {e}") from e
+    return tuple(dict.fromkeys(short_host(n) for n in names if n))

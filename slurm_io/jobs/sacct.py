@@ -1,0 +1,318 @@
+"""`sacct -P` (`--parsable2`) text -> JobRecords. Pure: no subprocess, no clock, no passwd.
+
+Why parse text and not `sacct --json`: on Slurm 22.05 the JSON lacks the uid and the submit
+line and reports exit code 0 for a job that exited 3 (see docs/jobs.md).
+
+Quirks handled (all seen on a real Slurm 22.05; see tests/jobs/test_sacct.py):
+- columns in any order, found by the header line; absent optional columns give None;
+- step lines (`123.batch`, `123.0`, `123.extern`, `5_1.batch`) are skipped, except for a job
+  whose allocation line is absent: then its steps are merged into one record;
+- array tasks: JobID `5_1` with JobIDRaw 7 is job 7 (what Lustre's %j prints), jobid `5_1`,
+  array 5, task `1`; the pending rest of an array (`5_[2-9]`, no nodes) keeps job=JobIDRaw;
+- `CANCELLED by 1003` -> state CANCELLED; `Unknown`/`None` times -> None;
+- compressed node lists expanded with python-hostlist, FQDNs shortened, `None assigned` -> ();
+- `--parsable2` does not escape: a `|` or a newline inside a free-text column (JobName,
+  WorkDir, SubmitLine, ...) is put back into that column (the typed columns anchor the split);
+- times are the local time of the machine that ran sacct (pass `tz` for another zone);
+  during the autumn DST change a local time is ambiguous and the first one is taken.
+A line that cannot be read becomes a problem message; it never stops the parse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, tzinfo
+from itertools import islice
+
+from slurm_io.jobs.nodes import NodeListError, expand_nodes
+from slurm_io.model import JobRecord
+
+# What slurm-io asks sacct for (SacctSource, docs). SubmitLine last: it is the column most
+# likely to contain `|` or a newline, and trailing text is the easiest to put back.
+SACCT_FIELDS: tuple[str, ...] = (
+    "JobID", "JobIDRaw", "JobName", "User", "UID", "Account", "Partition", "State",
+    "ExitCode", "Submit", "Start", "End", "NNodes", "NodeList", "WorkDir", "SubmitLine",
+)
+
+# Columns whose text a user chooses: sacct -P prints them as they are, `|` and newlines too.
+FREE_TEXT: frozenset[str] = frozenset({
+    "JobName", "WorkDir", "SubmitLine", "Comment", "AdminComment", "SystemComment",
+    "Constraints", "Container", "Extra",
+})
+
+_TIME = r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|\d+|Unknown|None|N/A)?"
+_NAME = r"[^\s|]*"
+# Typed columns: used to find where a `|` inside a free-text column belongs, and to tell a
+# record's first line from the continuation of a previous record's newline.
+_SHAPES: dict[str, re.Pattern[str]] = {
+    name: re.compile(pattern)
+    for names, pattern in (
+        (("JobID",), r"\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?(?:\.[\w+-]+)?"),
+        (("JobIDRaw",), r"\d+(?:\.[\w+-]+)?"),
+        (("UID", "GID", "NNodes", "NCPUS", "AllocCPUS", "ReqCPUS", "ElapsedRaw", "NTasks"),
+         r"\d*"),
+        (("State",), r"(?:[A-Z_]+(?: by \d+)?\+?)?"),
+        (("ExitCode", "DerivedExitCode"), r"(?:\d+:\d+)?"),
+        (("Submit", "Start", "End", "Eligible"), _TIME),
+        (("NodeList",), r"None assigned|[^\s|]*"),
+        (("User", "Group", "Account", "Partition", "Cluster", "QOS"), _NAME),
+    )
+    for name in names
+}
+_ARRAY = re.compile(r"^(\d+)_(\d+|\[[^\]]*\])$")
+_PLAIN = re.compile(r"^\d+$")
+_HET = re.compile(r"^\d+\+\d+$")  # heterogeneous job component: 123+0
+_NO_TIME = frozenset({"", "Unknown", "None", "N/A"})
+_MAX_SPLITS = 20_000  # candidate placements of stray `|` tried per line
+
+
+class _LineError(ValueError):
+    """One record that cannot be read; becomes a problem message."""
+
+
+def parse_sacct(text: str, *, source: str = "import",
+                tz: tzinfo | None = None) -> tuple[list[JobRecord], list[str]]:
+    """Jobs in `sacct -P` text with its header line, and the problems met (never raises).
+
+    `source` is stored with every record ("import" for a file, "sacct" for a live run).
+    `tz` is the zone of the printed times; None means this machine's local time, which is
+    what sacct prints when it runs here.
+    """
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return [], []
+    header = [h.strip() for h in lines[first].split("|")]
+    trailing_bar = len(header) > 1 and header[-1] == ""  # `sacct -p` ends lines with `|`
+    if trailing_bar:
+        header.pop()
+    if "JobID" not in header:
+        return [], [f"line {first + 1}: no sacct header line (run sacct with -P and without "
+                    f"-n/--noheader): {_snip(lines[first])}"]
+    parser = _RecordParser(header, source, tz)
+    problems: list[str] = []
+    allocations: dict[int, JobRecord] = {}
+    steps: dict[int, list[tuple[str, JobRecord]]] = {}
+    order: dict[int, None] = {}  # jobs in order of first appearance
+    for lineno, record in _records(lines[first + 1:], first + 2, header, trailing_bar):
+        try:
+            step, rec, warning = parser.parse(record)
+        except _LineError as e:
+            problems.append(f"line {lineno}: {e}: {_snip(record)}")
+            continue
+        if warning:
+            problems.append(f"line {lineno}: {warning}: {_snip(record)}")
+        order.setdefault(rec.job)
+        if step is None:
+            allocations[rec.job] = rec  # a repeated job (sacct -D): the later line wins
+        else:
+            steps.setdefault(rec.job, []).append((step, rec))
+    jobs = [allocations[j] if j in allocations else _merge_steps(steps[j]) for j in order]
+    return jobs, problems
+
+
+def _snip(text: str, limit: int = 160) -> str:
+    text = text.replace("\n", "\\n")
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _records(lines: Sequence[str], first_lineno: int, header: list[str],
+             trailing_bar: bool) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each record, physical lines re-joined where a free-text
+    value contained a newline.
+
+    A record is continued while it has fewer fields than the header (newline in a middle
+    column) unless the next line is a whole record by itself (then the short one is bad), or
+    when the next line cannot start a record and the last column is free text (newline in
+    SubmitLine: the usual case, e.g. `sbatch --wrap $'a\\nb'`). So a stray line after a
+    complete record reads as the end of its submit line: the two cannot be told apart.
+    """
+    n = len(header)
+    first_shape = _SHAPES.get(header[0])
+    last_free = header[-1] in FREE_TEXT
+
+    def starts_record(line: str) -> bool:
+        if first_shape is not None:
+            return first_shape.fullmatch(line.split("|", 1)[0]) is not None
+        return line.count("|") + 1 >= n
+
+    buf: list[str] = []
+    buf_line = 0
+    buf_fields = 0
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        fields = line.count("|") + 1
+        if buf and (
+            (buf_fields < n and not (fields >= n and starts_record(line)))
+            or (buf_fields >= n and last_free and not starts_record(line))
+        ):
+            buf.append(line)
+            buf_fields += fields - 1
+            continue
+        if buf:
+            yield buf_line, _strip_bar("\n".join(buf), trailing_bar)
+        buf, buf_line, buf_fields = [line], first_lineno + i, fields
+    if buf:
+        yield buf_line, _strip_bar("\n".join(buf), trailing_bar)
+
+
+def _strip_bar(record: str, trailing_bar: bool) -> str:
+    return record[:-1] if trailing_bar and record.endswith("|") else record
+
+
+class _RecordParser:
+    """Turns one record's text into a JobRecord for a given header (column positions)."""
+
+    def __init__(self, header: list[str], source: str, tz: tzinfo | None) -> None:
+        self.header = header
+        self.n = len(header)
+        self.source = source
+        self.tz = tz
+        self.free = [i for i, h in enumerate(header) if h in FREE_TEXT]
+        self.typed = [(i, _SHAPES[h]) for i, h in enumerate(header) if h in _SHAPES]
+        self.col: dict[str, int] = {}
+        for i, h in enumerate(header):
+            self.col.setdefault(h, i)
+
+    def parse(self, record: str) -> tuple[str | None, JobRecord, str | None]:
+        """(step name or None, record, warning) of one record; _LineError if unreadable."""
+        values = self._split(record)
+        get = self._getter(values)
+        jobid_text = get("JobID") or ""
+        raw_text = get("JobIDRaw") or ""
+        jobid, _, step = jobid_text.partition(".")
+        raw = raw_text.partition(".")[0]
+        if not jobid:
+            raise _LineError("empty JobID")
+        array_job: int | None = None
+        array_task: str | None = None
+        m = _ARRAY.match(jobid)
+        if m:
+            array_job, array_task = int(m.group(1)), m.group(2)
+        elif not (_PLAIN.match(jobid) or _HET.match(jobid)):
+            raise _LineError(f"bad JobID {jobid_text!r}")
+        if raw:
+            if not _PLAIN.match(raw):
+                raise _LineError(f"bad JobIDRaw {raw_text!r}")
+            job = int(raw)
+        elif _PLAIN.match(jobid):
+            job = int(jobid)
+        elif array_job is not None and array_task is not None and array_task.startswith("["):
+            job = array_job  # the pending rest of an array is the array's own record
+        else:
+            raise _LineError(f"JobID {jobid!r} needs JobIDRaw (its raw id is Lustre's %j)")
+        uid_text = get("UID")
+        if uid_text and not uid_text.isdigit():
+            raise _LineError(f"bad UID {uid_text!r}")
+        try:
+            nodes = expand_nodes(get("NodeList") or "")
+        except NodeListError as e:
+            raise _LineError(str(e)) from e
+        state_text = get("State")
+        rec = JobRecord(
+            job=job,
+            jobid=jobid,
+            array_job=array_job,
+            array_task=array_task,
+            uid=int(uid_text) if uid_text else None,
+            user=get("User"),
+            account=get("Account"),
+            partition=get("Partition"),
+            name=get("JobName"),
+            nodes=nodes,
+            submit=self._time(get("Submit")),
+            start=self._time(get("Start")),
+            end=self._time(get("End")),
+            # `CANCELLED by 1003`: the canceller's uid is not part of the state
+            state=state_text.split()[0].rstrip("+") if state_text else None,
+            exit_code=get("ExitCode"),
+            work_dir=get("WorkDir"),
+            submit_line=get("SubmitLine"),
+            source=self.source,
+        )
+        warning = None
+        n_nodes = get("NNodes")
+        if not step and nodes and n_nodes and n_nodes.isdigit() and int(n_nodes) != len(nodes):
+            warning = f"NNodes {n_nodes} but NodeList names {len(nodes)} node(s)"
+        return (step or None), rec, warning
+
+    def _getter(self, values: list[str]) -> Callable[[str], str | None]:
+        col = self.col
+
+        def get(name: str) -> str | None:
+            i = col.get(name)
+            if i is None:
+                return None
+            v = values[i]
+            return v if v != "" else None
+
+        return get
+
+    def _time(self, text: str | None) -> float | None:
+        if text is None or text in _NO_TIME:
+            return None
+        if text.isdigit():  # SLURM_TIME_FORMAT=%s
+            return float(text)
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError as e:
+            raise _LineError(f"bad time {text!r} (SLURM_TIME_FORMAT must be standard)") from e
+        if dt.tzinfo is None and self.tz is not None:
+            dt = dt.replace(tzinfo=self.tz)
+        return dt.timestamp()
+
+    def _split(self, record: str) -> list[str]:
+        """The record's n values; a `|` inside free text is put back where it fits."""
+        parts = record.split("|")
+        extra = len(parts) - self.n
+        if extra == 0:
+            return parts
+        if extra < 0:
+            raise _LineError(f"{len(parts)} fields but the header has {self.n}")
+        if not self.free:
+            raise _LineError(f"{len(parts)} fields but the header has {self.n}")
+        for shares in islice(_placements(extra, len(self.free)), _MAX_SPLITS):
+            values = self._assemble(parts, shares)
+            if all(shape.fullmatch(values[i]) for i, shape in self.typed):
+                return values
+        raise _LineError(f"{len(parts)} fields but the header has {self.n}, and no "
+                         "free-text column can take the extra '|'")
+
+    def _assemble(self, parts: list[str], shares: tuple[int, ...]) -> list[str]:
+        extra_of = dict(zip(self.free, shares, strict=True))
+        values: list[str] = []
+        p = 0
+        for i in range(self.n):
+            take = 1 + extra_of.get(i, 0)
+            values.append("|".join(parts[p:p + take]))
+            p += take
+        return values
+
+
+def _placements(extra: int, columns: int) -> Iterator[tuple[int, ...]]:
+    """Ways to give `extra` stray `|` to `columns` free-text columns, the later columns
+    first: a `|` in a submit line (a shell pipe in --wrap) is far more common than one in a
+    job name or directory."""
+    if columns == 1:
+        yield (extra,)
+        return
+    for last in range(extra, -1, -1):
+        for rest in _placements(extra - last, columns - 1):
+            yield (*rest, last)
+
+
+def _merge_steps(steps: list[tuple[str, JobRecord]]) -> JobRecord:
+    """One record for a job seen only through its steps (allocation line filtered out).
+
+    The batch step carries the job's state and exit code; the nodes are the union of all
+    steps' nodes (the batch step runs on one node only), the times span all steps.
+    """
+    primary = next((r for s, r in steps if s == "batch"), steps[0][1])
+    records = [r for _, r in steps]
+    nodes = tuple(dict.fromkeys(n for r in records for n in r.nodes))
+    starts = [r.start for r in records if r.start is not None]
+    ends = [r.end for r in records]
+    end = None if any(e is None for e in ends) else max(e for e in ends if e is not None)
+    return primary._replace(nodes=nodes, start=min(starts) if starts else None, end=end)

@@ -1,0 +1,176 @@
+"""Where job records come from: the `sacct` command, or pyslurm when it is importable.
+
+Both sit behind `JobSource`, so `jobio jobs sync` (and tests) do not care which one runs.
+sacct is the default because it works on every Slurm release we meet (22.05 on Debian 12)
+while pyslurm builds only against the one libslurm release it was made for (docs/jobs.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from slurm_io.jobs.nodes import NodeListError, expand_nodes
+from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from slurm_io.model import JobRecord
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SACCT = "/usr/bin/sacct"
+EPOCH_START = "1970-01-01T00:00:00"  # sacct's -S for "no lower bound"
+
+
+class JobSource(Protocol):
+    """Anything that lists the jobs that were pending, running or ended in a time range."""
+
+    def jobs(self, since: float | None, until: float | None) -> list[JobRecord]:
+        """Jobs active in [since, until] (unix seconds; None: unbounded / now)."""
+        ...
+
+
+class SourceError(RuntimeError):
+    """The job source could not be read (sacct missing, failing, or timing out)."""
+
+
+def sacct_time(t: float) -> str:
+    """A unix time as sacct's -S/-E want it: local time, like everything sacct prints."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+class SacctSource:
+    """`sacct -a -X -P --format=<SACCT_FIELDS> -S .. -E ..`, parsed by parse_sacct.
+
+    An absolute path by default: controller-side hooks and timers run with no or a minimal
+    PATH. No shell is involved. SLURM_TIME_FORMAT is forced to `standard` so that a site's
+    or user's setting cannot change the printed times. Lines sacct printed but we could not
+    read are logged and kept in `problems` (the rest is still returned).
+    """
+
+    def __init__(self, sacct: str = DEFAULT_SACCT, *, timeout: float = 600.0,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.sacct = sacct
+        self.timeout = timeout
+        self.env = dict(os.environ if env is None else env)
+        self.env["SLURM_TIME_FORMAT"] = "standard"
+        self.problems: list[str] = []
+
+    def command(self, since: float | None, until: float | None) -> list[str]:
+        return [
+            self.sacct, "-a", "-X", "-P", f"--format={','.join(SACCT_FIELDS)}",
+            "-S", EPOCH_START if since is None else sacct_time(since),
+            "-E", "now" if until is None else sacct_time(until),
+        ]
+
+    def jobs(self, since: float | None, until: float | None) -> list[JobRecord]:
+        argv = self.command(since, until)
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, env=self.env,
+                                  timeout=self.timeout, check=False)
+        except FileNotFoundError as e:
+            raise SourceError(f"{self.sacct}: not found (give the path with --sacct)") from e
+        except PermissionError as e:
+            raise SourceError(f"{self.sacct}: not executable: {e}") from e
+        except subprocess.TimeoutExpired as e:
+            raise SourceError(f"sacct did not finish within {self.timeout:.0f} s") from e
+        if proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            raise SourceError(f"sacct failed (exit {proc.returncode}): "
+                              f"{detail[-1] if detail else 'no message'}; command: "
+                              f"{' '.join(argv)}")
+        records, self.problems = parse_sacct(proc.stdout, source="sacct")
+        for p in self.problems:
+            log.warning("sacct output: %s", p)
+        return records
+
+
+class PyslurmSource:
+    """Jobs from slurmdbd through pyslurm's `pyslurm.db.Jobs.load(JobFilter(...))`.
+
+    Written against pyslurm's db API (pyslurm/db/job.pyx, 23.x-25.x): JobFilter(start_time,
+    end_time) and Job attributes id, array_id, array_task_id, user_id, user_name, account,
+    partition, name, nodelist, submit_time, start_time, end_time, state, exit_code,
+    exit_code_signal, working_directory, submit_command. Not exercised against a live
+    libslurm here: pyslurm cannot be built for Debian 12's Slurm 22.05 (docs/jobs.md).
+    """
+
+    def __init__(self, module: Any | None = None) -> None:
+        self.pyslurm = module if module is not None else importlib.import_module("pyslurm")
+        self.problems: list[str] = []
+
+    def jobs(self, since: float | None, until: float | None) -> list[JobRecord]:
+        db = self.pyslurm.db
+        flt = db.JobFilter(start_time=int(since) if since else None,
+                           end_time=int(until) if until else None)
+        try:
+            loaded = db.Jobs.load(flt)
+        except Exception as e:  # pyslurm raises RPCError and others; all mean "unreadable"
+            raise SourceError(f"pyslurm could not load jobs: {e}") from e
+        records: list[JobRecord] = []
+        self.problems = []
+        for job in loaded:
+            try:
+                records.append(record_from_pyslurm(job))
+            except (ValueError, TypeError) as e:
+                self.problems.append(f"job {getattr(job, 'id', '?')}: {e}")
+        return records
+
+
+def record_from_pyslurm(job: Any) -> JobRecord:
+    """A JobRecord from a pyslurm.db.Job (duck-typed: pyslurm is an optional extra)."""
+    array_job = getattr(job, "array_id", None) or None
+    task = getattr(job, "array_task_id", None)
+    waiting = getattr(job, "array_tasks_waiting", None)
+    array_task = str(task) if task is not None else (f"[{waiting}]" if waiting else None)
+    jobid = f"{array_job}_{array_task}" if array_job and array_task else str(job.id)
+    exit_code = getattr(job, "exit_code", None)
+    signal = getattr(job, "exit_code_signal", None) or 0
+    try:
+        nodes = expand_nodes(getattr(job, "nodelist", None) or "")
+    except NodeListError as e:
+        raise ValueError(str(e)) from e
+    return JobRecord(
+        job=int(job.id), jobid=jobid, array_job=array_job if array_task else None,
+        array_task=array_task if array_job else None,
+        uid=getattr(job, "user_id", None), user=getattr(job, "user_name", None) or None,
+        account=getattr(job, "account", None) or None,
+        partition=getattr(job, "partition", None) or None,
+        name=getattr(job, "name", None) or None, nodes=nodes,
+        submit=_float(getattr(job, "submit_time", None)),
+        start=_float(getattr(job, "start_time", None)),
+        end=_float(getattr(job, "end_time", None)),
+        state=(getattr(job, "state", None) or "").split(" ")[0] or None,
+        exit_code=None if exit_code is None else f"{exit_code}:{signal}",
+        work_dir=getattr(job, "working_directory", None) or None,
+        submit_line=getattr(job, "submit_command", None) or None,
+        source="pyslurm",
+    )
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if value else None
+
+
+def pyslurm_available() -> bool:
+    """True when `import pyslurm` works (it fails when built for another libslurm)."""
+    try:
+        importlib.import_module("pyslurm")
+    except Exception:  # ImportError, or OSError/undefined symbols from a mismatched libslurm
+        return False
+    return True
+
+
+def default_source(config: Any = None, *, sacct: str | None = None) -> JobSource:
+    """pyslurm when importable, else sacct; an explicit `sacct` path always means sacct.
+
+    `config` may carry a `sacct` attribute (path); the Config of this release has none, so
+    the default path is used.
+    """
+    path = sacct or getattr(config, "sacct", None)
+    if path is None and pyslurm_available():
+        return PyslurmSource()
+    return SacctSource(path or DEFAULT_SACCT)

@@ -1,0 +1,195 @@
+"""Writing JobRecords into the `job` and `job_node` tables (imperative shell).
+
+Idempotent: one INSERT ... ON CONFLICT (job) DO UPDATE, so re-importing the same jobs
+changes nothing, and importing newer data for a job updates its row (and `updated_at`).
+A row whose merged values equal the stored ones is not touched at all, which keeps
+`updated_at` meaning "when did we last learn something about this job" and lets callers
+report inserted / updated / unchanged.
+
+Merge rule (evaluated on the locked, current row, so concurrent hooks and syncs are safe):
+new non-NULL values win over stored ones, and NULL (or no nodes) never wipes stored data.
+One exception: a hook record (source 'hook', written at job end, without state or times on
+22.05) arriving after sacct already gave the job's final state and end keeps every stored
+value and only fills gaps, since sacct's final record is the better one.
+
+Speed: records go into a session temp table by binary COPY, then one INSERT ... SELECT;
+job_node rows are brought up to date only for the jobs that changed. Measured on 2 cores (PostgreSQL
+15, docs/jobs.md): 50k jobs of 1-8 nodes insert in ~3 s, re-import unchanged in ~1 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import psycopg
+from psycopg import sql
+
+from slurm_io.jobs.hookenv import record_from_hook_env
+from slurm_io.model import JobRecord
+
+__all__ = ["UpsertCounts", "newest_end", "record_from_hook_env", "upsert_job_counts",
+           "upsert_jobs"]
+
+# (job table column, COPY type), in JobRecord field order.
+_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("job", "int8"), ("jobid", "text"), ("array_job", "int8"), ("array_task", "text"),
+    ("uid", "int4"), ("user_name", "text"), ("account", "text"), ("partition", "text"),
+    ("name", "text"), ("nodes", "text[]"), ("submit", "float8"), ("start_time", "float8"),
+    ("end_time", "float8"), ("state", "text"), ("exit_code", "text"), ("work_dir", "text"),
+    ("submit_line", "text"), ("source", "text"),
+)
+_TIMES = frozenset({"submit", "start_time", "end_time"})
+# States after which sacct's record of a job no longer changes (on its own).
+ACTIVE_STATES: tuple[str, ...] = (
+    "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED",
+    "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
+    "RESV_DEL_HOLD",
+)
+_TEMP = sql.Identifier("slurm_io_job_in")
+
+
+class UpsertCounts(NamedTuple):
+    inserted: int
+    updated: int
+    unchanged: int
+
+    @property
+    def written(self) -> int:
+        return self.inserted + self.updated
+
+
+def upsert_jobs(conn: psycopg.Connection, records: Iterable[JobRecord]) -> int:
+    """Insert or update `records` (and their job_node rows); the number of rows written.
+
+    Commits, unless the caller has a transaction open (then it is a savepoint in it).
+    """
+    return upsert_job_counts(conn, records).written
+
+
+def upsert_job_counts(conn: psycopg.Connection, records: Iterable[JobRecord]) -> UpsertCounts:
+    """As upsert_jobs, telling inserted, updated and unchanged jobs apart.
+
+    Several records of one job (a file with repeated lines) count once: the last one wins.
+    """
+    latest: dict[int, JobRecord] = {}
+    for r in records:
+        latest[r.job] = r
+    if not latest:
+        return UpsertCounts(0, 0, 0)
+    with conn.transaction(), conn.cursor() as cur:
+        _load_temp(cur, latest.values())
+        cur.execute(sql.SQL(
+            "INSERT INTO host (name) SELECT DISTINCT n FROM {}, unnest(nodes) AS n "
+            "ORDER BY n ON CONFLICT (name) DO NOTHING").format(_TEMP))
+        cur.execute(_UPSERT_SQL)
+        written = cur.fetchall()
+        changed = [job for job, _ in written]
+        if changed:
+            _sync_job_nodes(cur, changed)
+    inserted = sum(1 for _, ins in written if ins)
+    return UpsertCounts(inserted, len(written) - inserted, len(latest) - len(written))
+
+
+def newest_end(conn: psycopg.Connection) -> float | None:
+    """Unix time of the latest job end stored (where an incremental sync resumes)."""
+    row = conn.execute("SELECT extract(epoch FROM max(end_time))::float8 FROM job").fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def _load_temp(cur: psycopg.Cursor, records: Iterable[JobRecord]) -> None:
+    """COPY the records into a session temp table emptied at commit.
+
+    Binary COPY with times as float8 (converted by to_timestamp in SQL): no Python datetime
+    per value, which is most of the client-side cost otherwise.
+    """
+    cur.execute(sql.SQL(
+        "CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DELETE ROWS").format(
+        _TEMP, sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
+                                  for c, t in _COLUMNS)))
+    cur.execute(sql.SQL("TRUNCATE {}").format(_TEMP))  # a caller's earlier call, same txn
+    copy_sql = sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(_TEMP)
+    with cur.copy(copy_sql) as copy:
+        copy.set_types([t for _, t in _COLUMNS])
+        write_row = copy.write_row
+        for r in records:
+            row = list(r)
+            row[9] = list(r.nodes)
+            write_row(row)
+
+
+def _merge_expr(col: str, keep_old: sql.Composable) -> sql.Composable:
+    """The merged value of one column (see the module docstring)."""
+    new, old = sql.SQL("EXCLUDED.{}").format(sql.Identifier(col)), sql.SQL("j.{}").format(
+        sql.Identifier(col))
+    if col == "source":
+        return sql.SQL("CASE WHEN {} THEN {} ELSE {} END").format(keep_old, old, new)
+    if col == "nodes":  # no nodes is no information
+        new = sql.SQL("NULLIF({}, '{{}}'::text[])").format(new)
+        old = sql.SQL("NULLIF({}, '{{}}'::text[])").format(old)
+        return sql.SQL("COALESCE(CASE WHEN {k} THEN COALESCE({o}, {n}) ELSE COALESCE({n}, {o}) "
+                       "END, '{{}}'::text[])").format(k=keep_old, o=old, n=new)
+    return sql.SQL("CASE WHEN {k} THEN COALESCE({o}, {n}) ELSE COALESCE({n}, {o}) END").format(
+        k=keep_old, o=old, n=new)
+
+
+def _build_upsert() -> sql.Composed:
+    keep_old = sql.SQL(
+        "(EXCLUDED.source = 'hook' AND j.source <> 'hook' AND j.state IS NOT NULL "
+        "AND j.end_time IS NOT NULL AND j.state <> ALL({}::text[]))"
+    ).format(sql.Literal(list(ACTIVE_STATES)))
+    cols = [c for c, _ in _COLUMNS]
+    merged = {c: _merge_expr(c, keep_old) for c in cols if c != "job"}
+    select = [sql.SQL("to_timestamp({})").format(sql.Identifier(c)) if c in _TIMES
+              else sql.Identifier(c) for c in cols]
+    return sql.SQL(
+        "INSERT INTO job AS j ({cols}, updated_at) "
+        "SELECT {select}, now() FROM {temp} ORDER BY job "  # one lock order for all writers
+        "ON CONFLICT (job) DO UPDATE SET {sets}, updated_at = now() "
+        "WHERE ({current}) IS DISTINCT FROM ({merged}) "
+        "RETURNING j.job, (j.xmax = 0) AS inserted"
+    ).format(
+        cols=sql.SQL(", ").join(map(sql.Identifier, cols)),
+        select=sql.SQL(", ").join(select),
+        temp=_TEMP,
+        sets=sql.SQL(", ").join(sql.SQL("{} = {}").format(sql.Identifier(c), e)
+                                for c, e in merged.items()),
+        current=sql.SQL(", ").join(sql.SQL("j.{}").format(sql.Identifier(c)) for c in merged),
+        merged=sql.SQL(", ").join(merged.values()),
+    )
+
+
+_UPSERT_SQL = _build_upsert()
+
+
+def _sync_job_nodes(cur: psycopg.Cursor, jobs: list[int]) -> None:
+    """Make the job_node rows of `jobs` match their (merged) job rows: one row per node,
+    carrying the uid and times that `:uid:host` recovery matches on.
+
+    Incremental rather than delete-and-insert: most updates change a state or an end time,
+    not the nodes, and rewriting every job_node row (two foreign-key checks and three index
+    entries each) was most of the cost of a re-sync.
+    """
+    cur.execute(
+        """
+        DELETE FROM job_node jn USING job j, host h
+        WHERE j.job = ANY(%s::bigint[]) AND jn.job = j.job AND h.host_id = jn.host_id
+          AND NOT h.name = ANY(j.nodes)
+        """,
+        (jobs,),
+    )
+    cur.execute(
+        """
+        INSERT INTO job_node AS jn (host_id, job, uid, start_time, end_time)
+        SELECT h.host_id, j.job, j.uid, j.start_time, j.end_time
+        FROM job j CROSS JOIN LATERAL unnest(j.nodes) AS n(name)
+        JOIN host h ON h.name = n.name
+        WHERE j.job = ANY(%s::bigint[])
+        ORDER BY h.host_id, j.job
+        ON CONFLICT (host_id, job) DO UPDATE
+        SET uid = EXCLUDED.uid, start_time = EXCLUDED.start_time, end_time = EXCLUDED.end_time
+        WHERE (jn.uid, jn.start_time, jn.end_time)
+              IS DISTINCT FROM (EXCLUDED.uid, EXCLUDED.start_time, EXCLUDED.end_time)
+        """,
+        (jobs,),
+    )

@@ -1,0 +1,202 @@
+"""Database roles of OS users: who may read which rows (sql/0004_privacy.sql).
+
+Every OS user who may run `jobio show` gets a LOGIN role of the same name, a member of
+`jobio_user`, and a row in `jobio_account` recording their uid: row-level security shows a
+role the rows of that uid. The members of the admin Unix group (`privacy.admin_group`,
+default `slurmio-admin`) are also members of `jobio_admin` and see every row. Peer
+authentication (the embedded server, or `local ... peer` lines on a site server) is what
+ties a connection to the OS account of the same name; see docs/privacy.md.
+
+`sync_accounts` needs a superuser or a role with CREATEROLE that owns the schema (`jobio db
+users` connects as the superuser of the embedded server). Roles are never dropped here: a
+user who left keeps a role that can no longer log in by peer once the OS account is gone.
+"""
+
+from __future__ import annotations
+
+import grp
+import pwd
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import psycopg
+from psycopg import errors, sql
+
+USER_ROLE = "jobio_user"
+ADMIN_ROLE = "jobio_admin"
+COLLECTOR_ROLE = "jobio_collector"
+GROUP_ROLES = (USER_ROLE, ADMIN_ROLE, COLLECTOR_ROLE)
+DEFAULT_ADMIN_GROUP = "slurmio-admin"
+MIN_UID = 1000  # --all-passwd: regular accounts (Debian's UID_MIN)
+NOBODY_UIDS = frozenset({65534, 4294967294})  # nobody / nfsnobody
+# A name that is a plausible OS account (Debian allows a trailing $ for machine accounts).
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]*\$?")
+_NAME_MAX = 63  # NAMEDATALEN - 1
+
+
+@dataclass
+class SyncResult:
+    """What `sync_accounts` did; every list holds role names."""
+
+    created: list[str] = field(default_factory=list)  # new LOGIN roles
+    added: list[str] = field(default_factory=list)  # existing roles made jobio_user members
+    mapped: list[str] = field(default_factory=list)  # new or changed uid in jobio_account
+    admins_granted: list[str] = field(default_factory=list)
+    admins_revoked: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
+
+
+def refusal(name: str) -> str | None:
+    """Why `name` cannot be a user role (None when it can)."""
+    if not name or len(name.encode()) > _NAME_MAX or not _NAME_RE.fullmatch(name):
+        return "not a valid account name"
+    lowered = name.lower()
+    if lowered.startswith("pg_") or lowered.startswith("jobio_") or lowered == "public":
+        return "reserved role name"
+    return None
+
+
+def sync_accounts(
+    conn: psycopg.Connection, users: Iterable[tuple[str, int]], admins: Iterable[str]
+) -> SyncResult:
+    """Give each (name, uid) in `users` a LOGIN role in jobio_user mapped to its uid, and make
+    exactly the roles named in `admins` (among those in jobio_account) members of jobio_admin.
+
+    Idempotent; one transaction (committed here unless the caller has one open). An existing
+    role of that name is used as it is (only the membership and mapping are added) unless it
+    is a superuser or can bypass RLS, which is refused: mapping a uid to such a role would
+    hide nothing and suggests a name clash. `admins` is the complete list: jobio_admin is
+    revoked from other mapped roles (someone left the admin group). Admin names without a
+    role are skipped; pass them in `users` too (the CLI does).
+    """
+    result = SyncResult()
+    wanted: dict[str, int] = {}
+    for name, uid in users:
+        reason = refusal(name)
+        if reason is None and not 0 <= uid <= 0xFFFFFFFE:
+            reason = f"bad uid {uid}"
+        if reason is not None:
+            result.skipped.append((name, reason))
+        else:
+            wanted[name] = uid
+    admin_names = set(admins)
+
+    with conn.transaction():
+        for name, uid in sorted(wanted.items()):
+            if not _ensure_role(conn, name, result):
+                continue
+            row = conn.execute(
+                """
+                INSERT INTO jobio_account (rolname, uid) VALUES (%s, %s)
+                ON CONFLICT (rolname) DO UPDATE SET uid = EXCLUDED.uid, updated_at = now()
+                    WHERE jobio_account.uid IS DISTINCT FROM EXCLUDED.uid
+                RETURNING 1
+                """,
+                (name, uid),
+            ).fetchone()
+            if row is not None:
+                result.mapped.append(name)
+
+        mapped_admins = {
+            r[0]
+            for r in conn.execute(
+                """
+                SELECT a.rolname FROM jobio_account a
+                JOIN pg_roles r ON r.rolname = a.rolname
+                JOIN pg_auth_members m ON m.member = r.oid AND m.roleid = %s::regrole
+                """,
+                (ADMIN_ROLE,),
+            ).fetchall()
+        }
+        for name in sorted(admin_names):
+            if name in mapped_admins:
+                continue
+            reason = refusal(name)
+            exists = reason is None and conn.execute(
+                "SELECT 1 FROM jobio_account WHERE rolname = %s", (name,)
+            ).fetchone()
+            if not exists:
+                result.skipped.append((name, reason or "admin without a role (not a user)"))
+                continue
+            conn.execute(
+                sql.SQL("GRANT {} TO {}").format(sql.Identifier(ADMIN_ROLE), sql.Identifier(name))
+            )
+            result.admins_granted.append(name)
+        for name in sorted(mapped_admins - admin_names):
+            conn.execute(
+                sql.SQL("REVOKE {} FROM {}").format(
+                    sql.Identifier(ADMIN_ROLE), sql.Identifier(name)
+                )
+            )
+            result.admins_revoked.append(name)
+    return result
+
+
+def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> bool:
+    """Create `name` (LOGIN, in jobio_user) or add an existing role to jobio_user."""
+    row = conn.execute(
+        """
+        SELECT rolsuper OR rolbypassrls, pg_has_role(oid, %s, 'MEMBER')
+        FROM pg_roles WHERE rolname = %s
+        """,
+        (USER_ROLE, name),
+    ).fetchone()
+    ident = sql.Identifier(name)
+    if row is None:
+        try:
+            with conn.transaction():  # savepoint: a concurrent sync may create it first
+                conn.execute(
+                    sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
+                        ident, sql.Identifier(USER_ROLE)
+                    )
+                )
+        except (errors.DuplicateObject, errors.UniqueViolation):
+            return _ensure_role(conn, name, result)
+        result.created.append(name)
+        return True
+    privileged, member = row
+    if privileged:
+        result.skipped.append((name, "existing role is a superuser or bypasses RLS"))
+        return False
+    if not member:
+        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(USER_ROLE), ident))
+        result.added.append(name)
+    return True
+
+
+# -- the OS side: passwd and group ---------------------------------------------------------
+
+
+def resolve_users(names: Iterable[str]) -> tuple[list[tuple[str, int]], list[str]]:
+    """(name, uid) of each OS account named; the second list holds unknown names."""
+    found: list[tuple[str, int]] = []
+    unknown: list[str] = []
+    for name in names:
+        try:
+            found.append((name, pwd.getpwnam(name).pw_uid))
+        except KeyError:
+            unknown.append(name)
+    return found, unknown
+
+
+def passwd_users(min_uid: int = MIN_UID) -> list[tuple[str, int]]:
+    """Every passwd entry with uid >= min_uid, nobody excepted (what NSS enumerates: with
+    sssd/LDAP that may need `enumerate = true`, or name the users instead)."""
+    seen: dict[str, int] = {}
+    for entry in pwd.getpwall():
+        if entry.pw_uid >= min_uid and entry.pw_uid not in NOBODY_UIDS:
+            seen.setdefault(entry.pw_name, entry.pw_uid)
+    return sorted(seen.items())
+
+
+def group_members(group: str) -> list[str] | None:
+    """Names of the members of Unix group `group`, including those whose primary group it
+    is (they are not listed in gr_mem); None when the group does not exist."""
+    try:
+        entry = grp.getgrnam(group)
+    except KeyError:
+        return None
+    members = set(entry.gr_mem)
+    members.update(p.pw_name for p in pwd.getpwall() if p.pw_gid == entry.gr_gid)
+    return sorted(members)

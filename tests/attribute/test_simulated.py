@@ -1,0 +1,86 @@
+"""Attribution on a simulated cluster, checked against the simulator's ground truth."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+from slurm_io.attribute.accuracy import compare
+from slurm_io.collect import daemon
+from slurm_io.jobs.sacct import parse_sacct
+from slurm_io.jobs.store import upsert_jobs
+from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
+from slurm_io.simulate import simulate
+from slurm_io.store.spool import Spool
+
+START = 1_795_000_000.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    out = tmp_path_factory.mktemp("attr") / "cluster"
+    simulate(out, seed=11, start=START, hours=3, n_nodes=24, n_oss=2, jobs_per_hour=14)
+    return out
+
+
+@pytest.fixture
+def loaded(cluster, db_dsn, tmp_path):
+    link = daemon.DatabaseLink(lambda: psycopg.connect(db_dsn))
+    daemon.replay(cluster, state_dir=tmp_path, spool=Spool(tmp_path / "spool"), link=link,
+                  classify=ClassifyCache(JobIdGrammar()), period=120.0)
+    link.reset()
+    records, problems = parse_sacct((cluster / "sacct.txt").read_text())
+    assert not problems
+    with psycopg.connect(db_dsn) as conn:
+        upsert_jobs(conn, records)
+        conn.commit()
+    return db_dsn
+
+
+def test_direct_attribution_is_exact_and_recovery_close(cluster, loaded):
+    with psycopg.connect(loaded) as conn:
+        r = compare(conn, cluster / "truth.json", now=START + 86400)
+    assert r["jobs"] >= 30
+    assert r["direct_exact_jobs"] == r["jobs"]
+    assert r["recovered_truth_bytes"] > 0
+    # pro-rata recovery: within 10 % of the truth over the cluster
+    assert r["recovered_bytes"] == pytest.approx(r["recovered_truth_bytes"], rel=0.10)
+    assert r["attributed_bytes"] == pytest.approx(r["attributable_bytes"], rel=0.05)
+
+
+def test_load_split_adds_up_to_the_total(cluster, loaded):
+    from slurm_io.report.unattributed import split
+
+    with psycopg.connect(loaded) as conn:
+        a = split(conn, START - 3600, START + 86400, now=START + 86400)
+    for k in ("read_bytes", "write_bytes", "metadata_ops"):
+        parts = sum(a[g][k] for g in ("jobs", "recovered", "unclaimed_job_missing",
+                                      "unknown_job_ids", "nobody"))
+        parts += sum(v[k] for v in a["by_user"].values())
+        parts += sum(v[k] for v in a["by_host"].values())
+        assert abs(parts - a["total"][k]) <= 2  # rounding of pro-rata shares
+    assert a["recovered"]["read_bytes"] + a["recovered"]["write_bytes"] > 0
+    assert a["by_user"]
+
+
+def test_show_json_of_a_recovered_and_an_ambiguous_job(cluster, loaded):
+    from click.testing import CliRunner
+
+    from slurm_io.cli import main
+
+    truth = json.loads((cluster / "truth.json").read_text())["jobs"]
+    with psycopg.connect(loaded) as conn:
+        rows = compare(conn, cluster / "truth.json", now=START + 86400)["rows"]
+    rec = max(rows, key=lambda r: r["recovered_got"])
+    out = CliRunner().invoke(main, ["--dsn", loaded, rec["job"], "--json"])
+    assert out.exit_code == 0, out.output
+    (j,) = json.loads(out.output)
+    assert j["jobid"] and j["user"] == truth[rec["job"]]["user"]
+    assert j["nodes"] == sorted(truth[rec["job"]]["nodes"])
+    assert j["recovered"].get("read_bytes", 0) + j["recovered"].get("write_bytes", 0) > 0
+    for key in ("totals", "quality", "ambiguous", "start", "end"):
+        assert key in j
+    amb = [r for r in rows if r["ambiguous"] > 0]
+    assert amb, "the simulator plants two jobs of one user on one node"
