@@ -17,10 +17,16 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from slurm_io.attribute.sql import attribute_jobs, find_jobs, pending_jobs
 from slurm_io.collect import daemon
 from slurm_io.config import Config
+from slurm_io.jobs.sacct import parse_sacct
+from slurm_io.jobs.store import upsert_jobs
 from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
+from slurm_io.report import unattributed
 from slurm_io.report.counters import human_bytes
+from slurm_io.report.show import job_report
+from slurm_io.report.show import render as render_job
 from slurm_io.report.usage import render_table, usage
 from slurm_io.simulate import simulate
 from slurm_io.store import migrate
@@ -88,6 +94,35 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
         echo(f"  {'job':>10} {'read':>12} {'written':>12} {'nodes':>6} {'meta ops':>10}")
         for job, r, w, nodes, meta in rows:
             echo(f"  {job:>10} {human_bytes(r):>12} {human_bytes(w):>12} {nodes:>6} {meta:>10}")
+    # job records from the simulated cluster's sacct text, then attribution
+    records, problems = parse_sacct((sim / "sacct.txt").read_text())
+    with psycopg.connect(dsn) as conn:
+        upsert_jobs(conn, records)
+        conn.commit()
+        n, complete = attribute_jobs(conn, pending_jobs(conn, 0), now=DEMO_START + 30 * 86400)
+        echo("")
+        echo(f"imported {len(records)} jobs from {sim / 'sacct.txt'} ({len(problems)} problems);"
+             f" attributed {n} ({complete} complete)")
+        echo("")
+        echo(unattributed.render(unattributed.split(conn, DEMO_START - 3600,
+                                                    DEMO_START + 7 * 86400,
+                                                    now=DEMO_START + 30 * 86400)))
+        rec = conn.execute(
+            """SELECT job FROM job_io WHERE (totals->>'write_bytes')::bigint > 0
+               ORDER BY coalesce((recovered->>'read_bytes')::float8, 0)
+                      + coalesce((recovered->>'write_bytes')::float8, 0) DESC LIMIT 1"""
+        ).fetchone()
+        amb = conn.execute(
+            """SELECT job FROM job_io WHERE ambiguous <> '{}'::jsonb
+               ORDER BY job LIMIT 1""").fetchone()
+        for title, row in (("a job with I/O recovered from `:uid:host` entries", rec),
+                           ("a job sharing a node with another job of its user", amb)):
+            if row is None:
+                continue
+            (info,) = [i for i in find_jobs(conn, str(row[0])) if i.job == row[0]]
+            echo("")
+            echo(f"jobio {info.jobid}   # {title}")
+            echo(render_job(job_report(conn, info, now=DEMO_START + 30 * 86400), targets=True))
     echo("")
     echo(f"demo finished in {time.time() - t_all:.1f} s; try: jobio --dsn '{dsn}' usage "
-         "-S 2026-11-18 -E 2026-11-19")
+         "-S 2026-11-18 -E 2026-11-19 --attribution")

@@ -270,7 +270,8 @@ def test_real_22_05_output_parses_to_the_expected_jobs(name):
     by_job = {j.job: j for j in jobs}
     assert by_job[9].array_job == 6 and by_job[9].array_task == "1"
     assert by_job[8].end - by_job[8].start == 76  # Elapsed 00:01:16 in the same line
-    assert by_job[10].submit_line == "srun -N2 -J srun_direct bash -c echo $SLURMD_NODENAME; sleep 2"
+    assert by_job[10].submit_line == (
+        "srun -N2 -J srun_direct bash -c echo $SLURMD_NODENAME; sleep 2")
 
 
 def test_real_22_05_steps_alone_give_the_same_nodes_as_the_allocations():
