@@ -81,8 +81,11 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None) -> list[str
     """
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("upgrade() needs a connection with no transaction in progress")
+    migrations = available(directory)
+    if _up_to_date(conn, migrations):
+        return []  # no DDL at all: users and collectors without CREATE rights get here
     applied: list[str] = []
-    for migration in available(directory):
+    for migration in migrations:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
             conn.execute(_CREATE_TABLE)
@@ -100,3 +103,12 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None) -> list[str
             )
         applied.append(migration.name)
     return applied
+
+
+def _up_to_date(conn: psycopg.Connection, migrations: list[Migration]) -> bool:
+    """Whether every migration is recorded, checked read-only (no lock, no DDL)."""
+    with conn.transaction():
+        if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+            return False
+        done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    return all(m.version in done for m in migrations)

@@ -453,14 +453,17 @@ def test_a_collector_role_writes_batches_and_jobs_without_ddl_rights(
     batch = Batch("oss9", 1, t1, ("scratch-OST0001",),
                   [(delta, JobId(IdClass.EXACT, 8001, 4000, "node03", None, False))], 1, 0, 0, 0)
     with _as_role(dsn, "privtest_collector") as conn:
-        # No CREATE on the schema: partitions come from the owner's SECURITY DEFINER function
-        # (here called by the collector itself); the writer then finds them and does no DDL.
+        # No CREATE on the schema: partitions come from the owner's SECURITY DEFINER function,
+        # which the writer's partition code calls by itself when it does not own the table.
         with pytest.raises(errors.InsufficientPrivilege):
-            partitions.ensure_days(conn, [datetime(2024, 6, 1, tzinfo=UTC).date()])
+            conn.execute("CREATE TABLE sneaky (x int)")
         conn.rollback()
+        assert partitions.ensure_days(conn, [datetime(2024, 6, 1, tzinfo=UTC).date()]) == [
+            "jobstats_delta_p20240601"]
+        conn.commit()
         partitions.forget(conn)
         assert conn.execute(
-            "SELECT jobio_ensure_partitions('2024-06-01', '2024-06-03')").fetchone() == (3,)
+            "SELECT jobio_ensure_partitions('2024-06-01', '2024-06-03')").fetchone() == (2,)
         conn.commit()
         assert write_batch(conn, batch) is True
         assert write_batch(conn, batch) is False  # exactly once, as for the owner
