@@ -194,9 +194,9 @@ def run(args: argparse.Namespace) -> None:
                                     datetime.fromtimestamp(j.end + 86400, UTC))),
             ("recovered", "SELECT * FROM jobstats_delta d WHERE d.host_id = ANY(SELECT host_id "
              "FROM host WHERE name = ANY(%s)) AND d.uid = %s AND d.id_class = 5 AND "
-             "d.ts_end > %s AND d.ts_start < %s",
+             "d.ts_end > %s AND d.ts_start < %s AND d.ts_end < %s",
              (list(j.nodes), j.uid, datetime.fromtimestamp(j.start, UTC),
-              datetime.fromtimestamp(j.end, UTC))),
+              datetime.fromtimestamp(j.end, UTC), datetime.fromtimestamp(j.end + 86400, UTC))),
         ):
             plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + q, params).fetchall()
             print(f"\nEXPLAIN {label}:")

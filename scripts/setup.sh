@@ -18,6 +18,10 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 fi
 python3 -m venv --help >/dev/null 2>&1 || need_apt+=(python3-venv)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# The tests render the I/O mail's HTML part to PNG with headless Chromium (tests/mail).
+case ",${SLURM_IO_EXTRAS:-}," in
+    *,test,*) command -v chromium >/dev/null 2>&1 || need_apt+=(chromium) ;;
+esac
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "setup: need root to install: ${need_apt[*]}" >&2

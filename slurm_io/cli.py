@@ -18,6 +18,7 @@ import click
 
 from slurm_io import config as config_mod
 from slurm_io.config import Config, ConfigError
+from slurm_io.notify import commands as notify_commands
 
 JOBID_ARG = re.compile(r"^\d+(_\d+)?(\.\w+)?$")
 
@@ -461,6 +462,319 @@ def jobs_sync(cfg: Config, since: str | None, until: str | None,
             raise click.ClickException(str(e)) from e
     window = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(result.since or 0))
     _print_run(result, f"{type(source).__name__} since {window}")
+
+
+# -- per-job I/O mail (docs/mail.md) --------------------------------------------------------
+@main.group("mail")
+def mail_group() -> None:
+    """Your per-job I/O mails: turn them off or on, see what applies (docs/mail.md)."""
+
+
+def _mail_set(cfg: Config, on: bool, user: str | None) -> None:
+    from psycopg import errors
+
+    from slurm_io.mail import preferences
+
+    with _connect(cfg) as conn:
+        try:
+            uid = preferences.resolve_uid(conn, user)
+            preferences.set_enabled(conn, uid, on)
+        except preferences.NoUidError as e:
+            raise click.ClickException(str(e)) from e
+        except errors.InsufficientPrivilege as e:
+            raise click.ClickException(
+                "the database refused: you may change your own choice only, and your "
+                "database role needs a uid (an administrator runs `jobio db users "
+                f"YOURNAME`) [{e.diag.message_primary}]") from e
+    click.echo(f"I/O mails {'on' if on else 'off'} for uid {uid}"
+               + ("" if on else "; `jobio mail on` brings them back"))
+
+
+@mail_group.command("off")
+@click.option("--user", help="Another user's choice (administrators, the database owner).")
+@click.pass_obj
+def mail_off(cfg: Config, user: str | None) -> None:
+    """Stop the I/O mails of your jobs."""
+    _mail_set(cfg, False, user)
+
+
+@mail_group.command("on")
+@click.option("--user", help="Another user's choice (administrators, the database owner).")
+@click.pass_obj
+def mail_on(cfg: Config, user: str | None) -> None:
+    """Get the I/O mails of your jobs again (as the site policy sends them)."""
+    _mail_set(cfg, True, user)
+
+
+@mail_group.command("status")
+@click.option("--user", help="Another user (administrators).")
+@click.pass_obj
+def mail_status(cfg: Config, user: str | None) -> None:
+    """Whether your jobs get I/O mails, and the site's policy."""
+    import pwd
+
+    from slurm_io.mail import preferences
+    from slurm_io.mail.builder import MailSettings
+    from slurm_io.mail.recipients import apply_rule
+    from slurm_io.report.counters import human_bytes
+
+    try:
+        s = MailSettings.from_config(cfg)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    with _connect(cfg) as conn:
+        try:
+            uid = preferences.resolve_uid(conn, user)
+        except preferences.NoUidError as e:
+            raise click.ClickException(str(e)) from e
+        pref = preferences.get(conn, uid)
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = str(uid)
+    policy = {"all": "every job", "off": "no job (mails are off for everyone)",
+              "mail_type_end": "jobs submitted with --mail-type=END or ALL",
+              "above_size": f"jobs that read and wrote {human_bytes(s.min_bytes)} or more"}
+    if pref.enabled is None:
+        choice = "not set: the site policy applies"
+    else:
+        when = pref.changed_at.strftime("%Y-%m-%d %H:%M") if pref.changed_at else "?"
+        choice = f"{'on' if pref.enabled else 'off'} (since {when})"
+    click.echo(f"user:    {name} (uid {uid})")
+    click.echo(f"mails:   {choice}")
+    click.echo(f"policy:  {s.policy}: {policy.get(s.policy, s.policy)}")
+    click.echo(f"address: {apply_rule(name, domain=s.domain, address=s.address, uid=uid)}"
+               " (a job's --mail-user goes first)")
+
+
+@main.command("report")
+@click.argument("jobid")
+@click.option("--eml", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the whole mail (multipart, opens in a mail client) to FILE.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the mail's HTML part (opens in a browser) to FILE.")
+@click.pass_obj
+def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None) -> None:
+    """A job's I/O mail, mailed or not: its text on the terminal, or --eml/--html files.
+
+    The report the site mails at a job's end (figures, timeline, I/O quality, advice); see
+    docs/mail.md. Users see their own jobs only.
+    """
+    from slurm_io.attribute.sql import find_jobs
+    from slurm_io.mail.builder import MailBuilder, text_part
+    from slurm_io.mail.outbox import write_message
+
+    if not JOBID_ARG.match(jobid):
+        raise click.UsageError(f"not a job id: {jobid!r}")
+    try:
+        builder = MailBuilder(cfg)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    with _connect(cfg, upgrade=False) as conn:
+        infos = find_jobs(conn, jobid)
+        if len(infos) > 1 and (eml or html_file):
+            raise click.UsageError(f"{jobid} is an array of {len(infos)} jobs: name one task "
+                                   f"(e.g. {infos[0].jobid}) to write files")
+        messages = [builder.render(conn, info) for info in infos]
+    if not messages:
+        raise click.ClickException(f"job {jobid}: no such job (or not yours)")
+    if eml or html_file:
+        write_message(messages[0], eml, html_file)
+        for path in (eml, html_file):
+            if path is not None:
+                click.echo(f"wrote {path}")
+        return
+    click.echo("\n\n".join(f"Subject: {m['Subject']}\n\n{text_part(m).rstrip()}"
+                           for m in messages))
+
+
+# -- job-end reports (slurm_io/notify/commands.py, docs/hook.md) ----------------------------
+main.add_command(notify_commands.report_daemon_cmd)
+main.add_command(notify_commands.reports_cmd)
+
+
+# -- filesystem views: top, LASSi, daily report, slowdown (docs/views.md) ---------------------
+@main.command("top")
+@click.option("--once", is_flag=True, help="Print one table and exit.")
+@click.option("--sort", type=click.Choice(["write", "read", "meta", "reqs"]), default="write",
+              show_default=True)
+@click.option("--fs", help="Only this filesystem.")
+@click.option("--kind", type=click.Choice(["MDT", "OST"]), help="Only MDTs or OSTs.")
+@click.option("-u", "--user", help="Only this user's jobs and load.")
+@click.option("--at", help="Show the interval at or before this time (sacct-like time); "
+              "refreshing steps forward one interval at a time.")
+@click.option("-n", "--lines", type=int, help="Rows (default: 20, or the terminal's height).")
+@click.option("-d", "--delay", type=float, help="Seconds between refreshes (default: the "
+              "collector interval).")
+@click.option("--json", "as_json", is_flag=True, help="With --once: JSON.")
+@click.pass_obj
+def top_cmd(cfg: Config, once: bool, sort: str, fs: str | None, kind: str | None,
+            user: str | None, at: str | None, lines: int | None, delay: float | None,
+            as_json: bool) -> None:
+    """The jobs (and users/hosts outside jobs) doing the most I/O now, like lltop.
+
+    One collector interval: write and read MB, metadata operations, requests, nodes and work
+    dir per job; Ctrl-C quits.
+    """
+    import shutil
+
+    from slurm_io.report import top as top_mod
+
+    t_at = None if at is None else _parse_time(at, time.time())
+    with _connect(cfg, upgrade=False) as conn:
+        if once or as_json:
+            t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind, user=user,
+                            sort=sort, limit=lines or 20)
+            if as_json:
+                click.echo(json.dumps(top_mod.as_json(t), indent=2, sort_keys=True))
+            else:
+                click.echo(top_mod.render(t))
+            return
+        try:
+            while True:
+                size = shutil.get_terminal_size()
+                t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind,
+                                user=user, sort=sort, limit=lines or max(5, size.lines - 6))
+                conn.rollback()  # no transaction left open while sleeping
+                click.echo("\033[H\033[2J" + top_mod.render(t, width=size.columns), nl=True)
+                click.echo(f"(every {delay or cfg.interval:g} s; Ctrl-C quits)")
+                time.sleep(delay or cfg.interval)
+                if t_at is not None:
+                    t_at += cfg.interval
+        except KeyboardInterrupt:
+            click.echo("")
+
+
+@main.group("lassi")
+def lassi_group() -> None:
+    """LASSi risk and ops metrics per job and filesystem per hour (docs/views.md)."""
+
+
+def _days(date_: str | None, start: str | None, end: str | None) -> list[Any]:
+    from slurm_io.lassi.sql import day_list
+    from slurm_io.report.daily import parse_day
+
+    try:
+        if date_ and (start or end):
+            raise click.UsageError("give --date, or -S/-E")
+        if start or end:
+            first = parse_day(start or end)
+            return day_list(first, parse_day(end) if end else first)
+        return [parse_day(date_)]
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+
+
+@lassi_group.command("compute")
+@click.option("--date", "date_", help="The UTC day (YYYY-MM-DD, today, yesterday; default "
+              "yesterday).")
+@click.option("-S", "--starttime", help="First day of a range (computed in order, so that "
+              "each day's baseline is the days before).")
+@click.option("-E", "--endtime", help="Last day of the range (default: the first).")
+@click.option("--a", "a", type=float, help="Risk scaling factor (default lassi.a, 2).")
+@click.option("--baseline-days", type=int, help="Baseline window (default lassi.baseline_days,"
+              " 7).")
+@click.pass_obj
+def lassi_compute(cfg: Config, date_: str | None, starttime: str | None, endtime: str | None,
+                  a: float | None, baseline_days: int | None) -> None:
+    """Compute and store the LASSi hours of a day (or of a range of days)."""
+    from slurm_io.lassi.sql import compute_day
+
+    days = _days(date_, starttime, endtime)
+    with _connect(cfg) as conn, click.progressbar(days, label="computing LASSi metrics",
+                                                 file=sys.stderr) as bar:
+        results = [compute_day(conn, d, a=a or cfg.lassi_a,
+                                   baseline_days=baseline_days or cfg.lassi_baseline_days)
+                       for d in bar]
+    for r in results:
+        base = ", ".join(f"{fs}: {r.baseline_hours.get(fs, 0)} h"
+                         + (f" (own day for {len(r.own_metrics[fs])} metrics)"
+                            if r.own_metrics.get(fs) else "") for fs in r.fs)
+        click.echo(f"{r.day}: {r.job_hours} job hours, {r.fs_hours} filesystem hours in "
+                   f"{r.seconds:.1f} s; baseline {base or '-'}")
+
+
+@main.command("daily")
+@click.option("--date", "date_", help="The UTC day (YYYY-MM-DD, today, yesterday; default "
+              "yesterday).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory for index.html, the PNGs and jobs/*.html.")
+@click.option("--mail-to", "mail_to", multiple=True, help="Mail the page to this address "
+              "(repeatable, or comma-separated); SMTP from the [mail] section.")
+@click.option("--recompute", is_flag=True, help="Compute the day's LASSi hours again.")
+@click.option("--top", "top_n", type=int, default=15, show_default=True,
+              help="Rows of the top tables.")
+@click.pass_obj
+def daily_cmd(cfg: Config, date_: str | None, out: Path, mail_to: tuple[str, ...],
+              recompute: bool, top_n: int) -> None:
+    """A day's HTML report with plots: LASSi risk, request quality, rates, heat map, top
+    jobs and users (with a page per job)."""
+    from slurm_io.report import daily
+
+    try:
+        day = daily.parse_day(date_)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--date") from e
+    with _connect(cfg) as conn:
+        rep = daily.build(conn, day, out, interval=cfg.interval, a=cfg.lassi_a,
+                          baseline_days=cfg.lassi_baseline_days, top_n=top_n,
+                          recompute=recompute, progress=True,
+                          log=lambda m: click.echo(m, err=True))
+    click.echo(f"daily report of {day}: {rep.index} ({len(rep.pngs)} plots, "
+               f"{len(rep.job_pages)} job pages)")
+    to = [x.strip() for t in mail_to for x in t.split(",") if x.strip()]
+    if to:
+        if not cfg.mail_host:
+            click.echo("mail not sent: no [mail] host configured", err=True)
+            return
+        password = None
+        if cfg.mail_password_file is not None:
+            password = cfg.mail_password_file.read_text().strip()
+        try:
+            click.echo(daily.mail(rep, to, host=cfg.mail_host, port=cfg.mail_port,
+                                  sender=cfg.mail_from or "slurm-io@localhost",
+                                  starttls=cfg.mail_starttls, ssl=cfg.mail_ssl,
+                                  user=cfg.mail_user, password=password,
+                                  timeout=cfg.mail_timeout))
+        except OSError as e:  # smtplib errors are OSErrors
+            click.echo(f"mail not sent: {cfg.mail_host}:{cfg.mail_port}: {e}", err=True)
+            sys.exit(1)
+
+
+@main.command("slowdown")
+@click.option("-u", "--user", required=True)
+@click.option("--name", help="Only jobs of this name.")
+@click.option("--submit-line", "by_submit_line", is_flag=True,
+              help="Group by submit line instead of job name.")
+@click.option("-S", "--starttime", help="Jobs started after this (default now-30days).")
+@click.option("-E", "--endtime", help="Jobs started before this (default now).")
+@click.option("--png", type=click.Path(dir_okay=False, path_type=Path),
+              help="Scatter plot of run time against filesystem risk (the largest group).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def slowdown_cmd(cfg: Config, user: str, name: str | None, by_submit_line: bool,
+                 starttime: str | None, endtime: str | None, png: Path | None,
+                 as_json: bool) -> None:
+    """Run time of a user's repeated jobs against the filesystem's LASSi risk during each run."""
+    from slurm_io.report import slowdown
+
+    now = time.time()
+    end = _parse_time(endtime, now)
+    start = _parse_time(starttime, end - 30 * 86400)
+    with _connect(cfg, upgrade=False) as conn:
+        groups = slowdown.analyse(conn, user, start=start, end=end, name=name,
+                                  by_submit_line=by_submit_line)
+    if not name:
+        groups = [g for g in groups if len(g["jobs"]) > 1] or groups
+    if as_json:
+        click.echo(json.dumps(slowdown.as_json(groups), indent=2, sort_keys=True))
+    else:
+        click.echo(slowdown.render(user, groups))
+    if png is not None and groups:
+        slowdown.plot(png, user, groups[0])
+        click.echo(f"plot: {png}", err=True)
+    if not groups:
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

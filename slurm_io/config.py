@@ -40,6 +40,38 @@ class Config:
     system_uids: tuple[int, ...] = (65534,)
     # privacy: members of this Unix group see every job (database role jobio_admin)
     admin_group: str = "slurmio-admin"
+    # per-job I/O mail: who gets it and the advice thresholds (docs/mail.md)
+    mail_policy: str = "above_size"  # all | mail_type_end | above_size | off
+    mail_min_bytes: int = 1 << 30
+    mail_domain: str | None = None
+    mail_address: str | None = None  # e.g. "{user}@example.org"
+    mail_from: str | None = None
+    mail_template_dir: Path | None = None
+    mail_slurm_lookup: bool = True
+    mail_advice_kb_ops: float = 16.0
+    mail_advice_small_share: float = 0.5
+    mail_advice_min_requests: int = 10_000
+    mail_advice_metadata_per_node_hour: float = 1e5
+    mail_advice_min_metadata_ops: int = 10_000
+    # job-end hook and report delivery (docs/hook.md)
+    hook_spool_dir: Path = Path("/var/spool/slurm-io/hook")
+    hook_db_timeout: float = 20.0  # the hook's background database attempt; 0: spool only
+    mail_host: str = "localhost"
+    mail_port: int = 25
+    mail_starttls: bool = False
+    mail_ssl: bool = False  # SMTPS (port 465)
+    mail_user: str | None = None
+    mail_password_file: Path | None = None
+    mail_timeout: float = 30.0
+    report_interval: float = 30.0
+    report_max_wait: float = 1800.0  # then report anyway, saying data may be incomplete
+    report_sweep_every: float = 900.0  # 0: no sweep
+    report_sweep_hours: float = 6.0
+    report_max_attempts: int = 8
+    report_retry_base: float = 60.0
+    # LASSi metrics (docs/views.md): risk scaling factor a, baseline window in days
+    lassi_a: float = 2.0
+    lassi_baseline_days: int = 7
     source: Path | None = None  # the file this came from
 
     @property
@@ -51,7 +83,24 @@ class Config:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
 
-_KEYS: dict[str, tuple[str, type]] = {
+def _mail_policy(value: str) -> str:
+    if value not in ("all", "mail_type_end", "above_size", "off"):
+        raise ValueError(f"{value!r}: use all, mail_type_end, above_size or off")
+    return value
+
+
+def _byte_size(value: int | str) -> int:
+    """1073741824, "1GiB", "500 MB", "2T" -> bytes."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGTP]?)(i?B?)\s*", str(value), re.I)
+    if not m:
+        raise ValueError(f"{value!r} is not a size (e.g. 1073741824, 1GiB, 500MB)")
+    base = 1024 if m.group(3).lower().startswith("i") or not m.group(3) else 1000
+    return int(float(m.group(1)) * base ** "_KMGTP".index(m.group(2).upper() or "_"))
+
+
+_KEYS: dict[str, tuple[str, Any]] = {
     "dsn": ("dsn", str),
     "state_dir": ("state_dir", Path),
     "collect.command": ("command", str),
@@ -63,6 +112,37 @@ _KEYS: dict[str, tuple[str, type]] = {
     "jobid.system_uid_max": ("system_uid_max", int),
     "jobid.system_uids": ("system_uids", tuple),
     "privacy.admin_group": ("admin_group", str),
+    "mail.policy": ("mail_policy", _mail_policy),
+    "mail.min_bytes": ("mail_min_bytes", _byte_size),
+    "mail.domain": ("mail_domain", str),
+    "mail.address": ("mail_address", str),
+    "mail.from": ("mail_from", str),
+    "mail.template_dir": ("mail_template_dir", Path),
+    "mail.slurm_lookup": ("mail_slurm_lookup", bool),
+    "mail.advice.kb_ops": ("mail_advice_kb_ops", float),
+    "mail.advice.small_share": ("mail_advice_small_share", float),
+    "mail.advice.min_requests": ("mail_advice_min_requests", int),
+    "mail.advice.metadata_per_node_hour": ("mail_advice_metadata_per_node_hour", float),
+    "mail.advice.min_metadata_ops": ("mail_advice_min_metadata_ops", int),
+    "hook.spool_dir": ("hook_spool_dir", Path),
+    "hook.db_timeout": ("hook_db_timeout", float),
+    "mail.host": ("mail_host", str),
+    "mail.port": ("mail_port", int),
+    "mail.starttls": ("mail_starttls", bool),
+    "mail.ssl": ("mail_ssl", bool),
+    "mail.user": ("mail_user", str),
+    "mail.password_file": ("mail_password_file", Path),
+    "mail.timeout": ("mail_timeout", float),
+    "report.interval": ("report_interval", float),
+    "report.max_wait": ("report_max_wait", float),
+    "report.sweep_every": ("report_sweep_every", float),
+    "report.sweep_hours": ("report_sweep_hours", float),
+    "report.max_attempts": ("report_max_attempts", int),
+    "report.retry_base": ("report_retry_base", float),
+    "mail.smtp_host": ("mail_host", str),  # aliases of mail.host/port (`jobio daily`)
+    "mail.smtp_port": ("mail_port", int),
+    "lassi.a": ("lassi_a", float),
+    "lassi.baseline_days": ("lassi_baseline_days", int),
 }
 
 

@@ -123,6 +123,30 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
             echo("")
             echo(f"jobio {info.jobid}   # {title}")
             echo(render_job(job_report(conn, info, now=DEMO_START + 30 * 86400), targets=True))
+    _write_mails(cfg, dsn, out / "mails", echo)
     echo("")
     echo(f"demo finished in {time.time() - t_all:.1f} s; try: jobio --dsn '{dsn}' usage "
          "-S 2026-11-18 -E 2026-11-19 --attribution")
+
+
+def _write_mails(cfg: Config, dsn: str, out: Path, echo: Callable[[str], None],
+                 limit: int = 20) -> None:
+    """The per-job I/O mails the default policy would send, as files (docs/mail.md)."""
+    from slurm_io.mail.builder import MailBuilder
+    from slurm_io.mail.outbox import write_mails
+
+    # simulated jobs are unknown to Slurm: no scontrol/sacct look-up of --mail-user
+    builder = MailBuilder(cfg, lookup=lambda job: None, clock=lambda: DEMO_START + 30 * 86400)
+    t = time.time()
+    with psycopg.connect(dsn) as conn:
+        jobs = [r[0] for r in conn.execute(
+            "SELECT job FROM job_io JOIN job USING (job) ORDER BY end_time, job")]
+        box = write_mails(conn, builder, jobs, out, limit=limit)
+    s = builder.settings
+    rule = f"policy {s.policy}" + (f", at least {human_bytes(s.min_bytes)} read+written"
+                                   if s.policy == "above_size" else "")
+    echo("")
+    echo(f"mails: {box.due} of {len(jobs)} attributed jobs get one ({rule}); wrote "
+         + (f"the first {len(box.written)}" if box.due > len(box.written) else "them")
+         + f" to {out}/ as .eml (mail clients) and .html (browsers) in "
+         f"{time.time() - t:.1f} s, e.g. {box.written[0] if box.written else '-'}")

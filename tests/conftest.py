@@ -105,4 +105,4 @@ def db_dsn(pg_dsn: str, _migrated_template: str) -> Iterator[str]:
 def empty_db_dsn(pg_dsn: str) -> Iterator[str]:
     """conninfo of a new, never-migrated database, dropped after the test."""
     yield from _fresh_database(pg_dsn, "template0")
-from tests.slurm_fixtures import slurm_cluster  # noqa: F401
+from tests.slurm_fixtures import slurm_cluster  # noqa: E402, F401

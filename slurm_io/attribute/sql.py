@@ -140,8 +140,11 @@ def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list
     with conn.cursor() as cur:
         cur.execute(
             DELTA_SELECT + "WHERE d.host_id = ANY(SELECT host_id FROM host WHERE name = ANY(%s)) "
-            "AND d.uid = %s AND d.id_class = %s AND d.ts_end > %s AND d.ts_start < %s",
-            (list(j.nodes), j.uid, int(IdClass.JOB_MISSING), _ts(j.start), _ts(end)))
+            "AND d.uid = %s AND d.id_class = %s AND d.ts_end > %s AND d.ts_start < %s "
+            # an interval is at most a collector outage long: bound ts_end for partition pruning
+            "AND d.ts_end < %s",
+            (list(j.nodes), j.uid, int(IdClass.JOB_MISSING), _ts(j.start), _ts(end),
+             _ts(end + MARGIN)))
         return delta_rows(cur)
 
 

@@ -91,11 +91,13 @@ class SacctSource:
 class PyslurmSource:
     """Jobs from slurmdbd through pyslurm's `pyslurm.db.Jobs.load(JobFilter(...))`.
 
-    Written against pyslurm's db API (pyslurm/db/job.pyx, 23.x-25.x): JobFilter(start_time,
-    end_time) and Job attributes id, array_id, array_task_id, user_id, user_name, account,
-    partition, name, nodelist, submit_time, start_time, end_time, state, exit_code,
-    exit_code_signal, working_directory, submit_command. Not exercised against a live
-    libslurm here: pyslurm cannot be built for Debian 12's Slurm 22.05 (docs/jobs.md).
+    Written against the source of pyslurm 25.11.2 (pyslurm/db/job.pyx; the API exists since
+    23.2): JobFilter(start_time=, end_time=) (unix seconds accepted), Jobs.load(filter)
+    returning a MultiClusterMap of Job with id (the raw job id), array_id, array_task_id,
+    array_tasks_waiting, user_id, user_name, account, partition, name, nodelist,
+    submit_time, start_time, end_time (None when unset), state, exit_code, exit_code_signal,
+    working_directory, submit_command. Never run against a live libslurm here: pyslurm
+    builds only for its own Slurm release and Debian 12 has 22.05 (docs/jobs.md).
     """
 
     def __init__(self, module: Any | None = None) -> None:
@@ -112,7 +114,9 @@ class PyslurmSource:
             raise SourceError(f"pyslurm could not load jobs: {e}") from e
         records: list[JobRecord] = []
         self.problems = []
-        for job in loaded:
+        # 23.x+ Jobs is a MultiClusterMap: iterating it yields job ids, values() the jobs
+        jobs = loaded.values() if hasattr(loaded, "values") else loaded
+        for job in jobs:
             try:
                 records.append(record_from_pyslurm(job))
             except (ValueError, TypeError) as e:

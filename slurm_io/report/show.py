@@ -45,7 +45,26 @@ def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = N
         "running": info.end is None and info.start is not None,
         "complete": complete,
         **io.as_json(),
+        "lassi": lassi_summary(conn, info.job),
     }
+
+
+def lassi_summary(conn: psycopg.Connection, job: int) -> dict[str, Any] | None:
+    """The job's stored LASSi hours, summarised (None when `jobio lassi compute` has not
+    covered it); see slurm_io/lassi and docs/views.md."""
+    from slurm_io.lassi.sql import job_lassi
+
+    return job_lassi(conn, job)
+
+
+def lassi_line(lassi: dict[str, Any] | None) -> list[str]:
+    if not lassi:
+        return []
+    worst = ", ".join(f"{k} {v:.1f}" for k, v in list(lassi["risks_max"].items())[:3])
+    return [f"  LASSi ({','.join(lassi['fs'])}, {lassi['hours']} h, {lassi['risky_hours']} "
+            f"risky): risk_oss max {lassi['risk_oss_max']:.2f} mean "
+            f"{lassi['risk_oss_mean']:.2f}, risk_mds max {lassi['risk_mds_max']:.2f} mean "
+            f"{lassi['risk_mds_mean']:.2f}" + (f"; worst: {worst}" if worst else "")]
 
 
 # -- human table -------------------------------------------------------------------------------
@@ -88,6 +107,7 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
         + ("" if r["complete"] or r["running"] else "  [collectors have not read past the "
            "job's end yet: figures may grow]"),
     ]
+    lines += lassi_line(r.get("lassi"))
     if targets:
         lines.append(f"  {'target':<22}{'read':>12}{'written':>12}{'meta ops':>10}")
         for name, c in r["by_target"].items():

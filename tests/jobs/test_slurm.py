@@ -8,14 +8,23 @@ and a newline. After sync, the job/job_node rows must say what Slurm itself says
 from __future__ import annotations
 
 import pwd
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import psycopg
 import pytest
 from click.testing import CliRunner
 
 from slurm_io.cli import main
-from slurm_io.jobs.source import SacctSource, SourceError
+from slurm_io.jobs.source import (
+    PyslurmSource,
+    SacctSource,
+    SourceError,
+    default_source,
+    pyslurm_available,
+    record_from_pyslurm,
+)
 from slurm_io.jobs.store import record_from_hook_env, upsert_jobs
 from tests.jobs.conftest import QUIRKY_NAME, QUIRKY_WRAP, SubmittedJobs
 from tests.slurm_fixtures import SlurmCluster
@@ -42,7 +51,14 @@ def synced(db_dsn: str, submitted_jobs: SubmittedJobs):
     since = str(int(submitted_jobs.submitted_at) - 60)
     result = sync(db_dsn, "--since", since)
     assert result.exit_code == 0, result.output + result.stderr
+    expected = {int(line["JobIDRaw"]) for line in submitted_jobs.sacct}
     with psycopg.connect(db_dsn) as conn:
+        stored = {j for (j,) in conn.execute("SELECT job FROM job WHERE job = ANY(%s)",
+                                              (list(expected),))}
+        assert stored == expected, (
+            f"sync stored {sorted(stored)} of {sorted(expected)}; it said: {result.stdout}"
+            f"{result.stderr}; sacct now: "
+            f"{SacctSource(SACCT).command(float(since), None)}")
         yield conn, result
 
 
@@ -191,12 +207,49 @@ def test_sacct_source_returns_records_tagged_sacct(submitted_jobs):
 def test_sacct_that_cannot_run_is_a_clear_error(tmp_path: Path):
     with pytest.raises(SourceError, match="not found"):
         SacctSource(str(tmp_path / "no-sacct")).jobs(None, None)
-    broken = SacctSource(SACCT, env={"SLURM_CONF": str(tmp_path / "missing.conf")})
-    with pytest.raises(SourceError, match=r"sacct failed \(exit"):
-        broken.jobs(None, None)
+    now = time.time()
+    with pytest.raises(SourceError, match=r"sacct failed \(exit 1\):.*after end time"):
+        SacctSource(SACCT).jobs(now, now - 86400)  # sacct refuses an inverted window
 
 
 def test_cli_sync_failure_exits_non_zero_with_the_reason(db_dsn, tmp_path):
     result = CliRunner().invoke(
         main, ["--dsn", db_dsn, "jobs", "sync", "--sacct", str(tmp_path / "no-sacct")])
     assert result.exit_code == 1 and "not found" in result.stderr
+
+
+# -- choosing the source, and pyslurm's job objects (pyslurm cannot be built here) ---------
+def test_default_source_is_sacct_unless_pyslurm_imports():
+    chosen = default_source(None)
+    if pyslurm_available():
+        assert isinstance(chosen, PyslurmSource)
+    else:
+        assert isinstance(chosen, SacctSource) and chosen.sacct == SACCT
+    explicit = default_source(None, sacct="/opt/slurm/bin/sacct")
+    assert isinstance(explicit, SacctSource) and explicit.sacct == "/opt/slurm/bin/sacct"
+
+
+def _pyslurm_job(**kw):
+    """The attributes pyslurm 25.11's db.Job has (read from its job.pyx), as plain data."""
+    base = dict(id=9, array_id=6, array_task_id=1, array_tasks_waiting=None, user_id=1003,
+                user_name="bob", account="research", partition="debug", name="arr",
+                nodelist="node[03-04]", submit_time=1795239059, start_time=1795239060,
+                end_time=1795239062, state="COMPLETED", exit_code=3, exit_code_signal=0,
+                working_directory="/home/bob", submit_command="sbatch a.sh")
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_pyslurm_jobs_map_to_the_same_records_as_sacct_lines():
+    r = record_from_pyslurm(_pyslurm_job())
+    assert (r.job, r.jobid, r.array_job, r.array_task) == (9, "6_1", 6, "1")
+    assert (r.uid, r.user, r.nodes, r.state, r.exit_code) == (
+        1003, "bob", ("node03", "node04"), "COMPLETED", "3:0")
+    assert (r.start, r.end, r.source) == (1795239060.0, 1795239062.0, "pyslurm")
+    pending = record_from_pyslurm(_pyslurm_job(id=6, array_task_id=None,
+                                               array_tasks_waiting="2-3", nodelist=None,
+                                               start_time=None, end_time=None))
+    assert (pending.job, pending.jobid, pending.array_task, pending.nodes) == (
+        6, "6_[2-3]", "[2-3]", ())
+    plain = record_from_pyslurm(_pyslurm_job(id=4, array_id=None, array_task_id=None))
+    assert (plain.jobid, plain.array_job, plain.array_task) == ("4", None, None)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
+from slurm_io.cli import main
 from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
 from slurm_io.jobs.store import (
     UpsertCounts,
@@ -18,6 +20,7 @@ from slurm_io.jobs.store import (
     upsert_job_counts,
     upsert_jobs,
 )
+from slurm_io.jobs.sync import default_since
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.model import JobRecord
 
@@ -262,3 +265,38 @@ def test_missing_uids_are_filled_from_passwd_for_known_users_only():
     records = [job(1, uid=None, user="root"), job(2, uid=None, user="no-such-user-xyz"),
                job(3, uid=4242, user="root")]
     assert [r.uid for r in fill_uids(records)] == [root, None, 4242]
+
+
+# -- the CLI's import and the sync window --------------------------------------------------
+def test_default_sync_window_overlaps_a_day_or_starts_a_week_back():
+    assert default_since(None, now=T0) == T0 - 7 * 86400
+    assert default_since(T0 - 500, now=T0) == T0 - 500 - 86400
+
+
+def test_cli_import_prints_counts_and_reports_bad_lines_on_stderr(db_dsn, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.delenv("SLURM_IO_DSN", raising=False)
+    monkeypatch.setenv("SLURM_IO_CONFIG", str(tmp_path / "empty.toml"))
+    (tmp_path / "empty.toml").write_text("")
+    header = "|".join(SACCT_FIELDS)
+    good = "|".join(["41", "41", "a", "nobody-here-xyz", "", "research", "debug", "COMPLETED",
+                     "0:0", "2026-11-21T05:00:00", "2026-11-21T05:00:01",
+                     "2026-11-21T05:00:09", "2", "c[01-02]", "/w", "sbatch a.sh"])
+    path = tmp_path / "jobs.psv"
+    broken = good.replace("41|41", "42|42").replace("c[01", "c[01-")
+    path.write_text(f"{header}\n{good}\n{broken}\n")
+    runner = CliRunner()
+    first = runner.invoke(main, ["--dsn", db_dsn, "jobs", "import", "--tz", "UTC", str(path)])
+    assert first.exit_code == 0
+    assert "1 job(s): imported 1, updated 0, unchanged 0, problems 1" in first.stdout
+    assert "line 3" in first.stderr and "bad node list" in first.stderr
+    again = runner.invoke(main, ["--dsn", db_dsn, "jobs", "import", "--tz", "UTC", "-"],
+                          input=path.read_text())
+    assert "imported 0, updated 0, unchanged 1, problems 1" in again.stdout
+    with psycopg.connect(db_dsn) as conn:
+        r = job_row(conn, 41)
+        assert (r["source"], r["uid"], r["nodes"]) == ("import", None, ["c01", "c02"])
+        assert r["start_time"] == datetime(2026, 11, 21, 5, 0, 1, tzinfo=UTC)
+    bad_zone = runner.invoke(main, ["--dsn", db_dsn, "jobs", "import", "--tz", "Mars/Base",
+                                    str(path)])
+    assert bad_zone.exit_code == 2 and "unknown time zone" in bad_zone.stderr

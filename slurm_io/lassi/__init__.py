@@ -1,0 +1,1 @@
+"""LASSi risk and ops metrics (docs/views.md)."""

@@ -1,0 +1,584 @@
+"""What the mail templates print: a job report (report.show.job_report) -> a view model. Pure.
+
+Every decision lives here so that the templates stay thin and sites can rewrite them without
+re-implementing anything: formatted sizes and rates, the timeline's bars (percent widths, for
+HTML table cells, and the same chart as ASCII lines), the I/O quality table with a rating per
+row, plain advice when the I/O pattern is poor, the busiest targets, and how much of the
+figures was recovered from broken job ids or shared with the user's other jobs.
+
+Advice rules (thresholds in `Thresholds`, configurable under `[mail.advice]`):
+- small requests: at least `min_requests` requests of a kind and LASSi's `x_kb_ops` above
+  `kb_ops` (16 = a 64 KiB mean request; 1 = 1 MiB, ideal) or more than `small_share` of the
+  requests below 64 KiB (counted where the histograms or min/max bounds tell for at least
+  `min_share_basis` of the requests);
+- metadata storm: one of open, mkdir, getattr (stat), unlink at least `min_metadata_ops` times
+  and above `metadata_per_node_hour` per node-hour of the job.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from slurm_io.report.counters import human_bytes
+
+READ_COLOUR = "#2563eb"  # the chart's read bars (blue)
+WRITE_COLOUR = "#ea580c"  # the chart's write bars (orange)
+SMALL_IO = 64 * 1024
+
+# rows of the timeline: the smallest of these steps (seconds) that fits the job in max_rows
+NICE_STEPS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600, 43200,
+              86400, 172800, 345600, 604800)
+
+# metadata operations that make a storm, with their plain names
+STORM_OPS: dict[str, str] = {"open": "opens", "getattr": "stats", "mkdir": "mkdirs",
+                             "unlink": "unlinks"}
+META_NAMES: dict[str, str] = {
+    "open": "opens", "close": "closes", "getattr": "stats (getattr)", "setattr": "setattrs",
+    "mkdir": "mkdirs", "rmdir": "rmdirs", "unlink": "unlinks (deletes)", "mknod": "mknods",
+    "link": "links", "rename": "renames", "samedir_rename": "renames within a directory",
+    "crossdir_rename": "renames across directories", "getxattr": "getxattrs",
+    "setxattr": "setxattrs", "statfs": "statfs", "sync": "syncs",
+}
+
+RATINGS: dict[str, tuple[str, str, str]] = {  # rating -> (label, text colour, background)
+    "good": ("good", "#166534", "#dcfce7"),
+    "fair": ("fair", "#854d0e", "#fef9c3"),
+    "poor": ("poor", "#991b1b", "#fee2e2"),
+    "none": ("n/a", "#475569", "#f1f5f9"),
+}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a job's I/O earns advice (see the module docstring)."""
+
+    kb_ops: float = 16.0
+    small_share: float = 0.5
+    min_share_basis: float = 0.5
+    min_requests: int = 10_000
+    metadata_per_node_hour: float = 1e5
+    min_metadata_ops: int = 10_000
+
+
+@dataclass(frozen=True)
+class Advice:
+    key: str  # small_writes, small_reads, metadata
+    title: str
+    finding: str
+    suggestions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChartRow:
+    label: str
+    read_bytes: int
+    write_bytes: int
+    read_rate: str  # "" when nothing moved
+    write_rate: str
+    read_pct: int  # bar width, 0..100 of the chart's scale (the peak rate of either kind)
+    write_pct: int
+
+
+@dataclass(frozen=True)
+class Chart:
+    rows: tuple[ChartRow, ...]
+    step: int  # seconds per row
+    step_label: str
+    scale: str  # the rate a full bar stands for
+    peak_read: str
+    peak_write: str
+    ascii: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+
+@dataclass(frozen=True)
+class QualityRow:
+    kind: str  # read, write
+    label: str  # Reads, Writes
+    requests: str
+    mean_size: str
+    small_share: str
+    small_basis: str  # "" or "(known for 40% of requests)"
+    kb_ops: str
+    rating: str  # good, fair, poor, none
+    rating_label: str
+    rating_fg: str
+    rating_bg: str
+
+
+@dataclass(frozen=True)
+class TargetRow:
+    name: str
+    read: str
+    written: str
+    meta_ops: str
+    share_pct: int  # of the job's bytes (0 for metadata targets)
+    share: str
+
+
+@dataclass(frozen=True)
+class MetaRow:
+    name: str
+    count: str
+    per_node_hour: str
+    storm: bool
+
+
+@dataclass(frozen=True)
+class Provenance:
+    basis: str  # "bytes" or "metadata operations"
+    direct: str
+    recovered: str
+    ambiguous: str
+    split: str
+    recovered_share: float
+    ambiguous_share: float
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JobView:
+    jobid: str
+    job: int
+    name: str
+    user: str
+    account: str
+    partition: str
+    state: str
+    exit_code: str
+    nodes_count: int
+    nodes_text: str
+    start: str
+    end: str
+    elapsed: str
+    running: bool
+    complete: bool
+    work_dir: str
+    read: str
+    written: str
+    read_bytes: int
+    write_bytes: int
+    total_bytes: int
+    read_requests: str
+    write_requests: str
+    read_mean: str
+    write_mean: str
+    metadata_ops: str
+    metadata_ops_n: int
+    node_hours: str
+    subject: str
+    chart: Chart
+    quality: tuple[QualityRow, ...]
+    advice: tuple[Advice, ...]
+    targets: tuple[TargetRow, ...]
+    more_targets: int
+    metadata: tuple[MetaRow, ...]
+    provenance: Provenance
+    status_note: str
+    colours: dict[str, str] = field(default_factory=lambda: {"read": READ_COLOUR,
+                                                             "write": WRITE_COLOUR})
+
+
+# -- formatting --------------------------------------------------------------------------------
+def fmt_count(n: float | None) -> str:
+    """1234567 -> '1,234,567'."""
+    return "-" if n is None else f"{round(n):,}"
+
+
+def fmt_si(n: float | None) -> str:
+    """1234567 -> '1.2 M' (counts and rates of operations)."""
+    if n is None:
+        return "-"
+    for div, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if abs(n) >= div:
+            x = n / div
+            return f"{x:.0f}{unit}" if abs(x) >= 100 or x == int(x) else f"{x:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    """0.2468 -> '24.7%'."""
+    if x is None:
+        return "-"
+    return f"{100 * x:.{digits}f}%"
+
+
+def fmt_size(n: float | None) -> str:
+    return "-" if n is None else human_bytes(n)
+
+
+def fmt_rate(bytes_per_s: float) -> str:
+    return f"{human_bytes(bytes_per_s)}/s" if bytes_per_s > 0 else ""
+
+
+def fmt_duration(s: float | None) -> str:
+    """Seconds -> '1 h 02 min', '46 min 35 s', '2 d 03 h'."""
+    if s is None:
+        return "-"
+    s = round(s)
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    if d:
+        return f"{d} d {h:02d} h"
+    if h:
+        return f"{h} h {m:02d} min"
+    if m:
+        return f"{m} min {sec:02d} s"
+    return f"{sec} s"
+
+
+def fmt_step(s: int) -> str:
+    if s % 86400 == 0:
+        return f"{s // 86400} d"
+    if s % 3600 == 0:
+        return f"{s // 3600} h"
+    if s % 60 == 0:
+        return f"{s // 60} min"
+    return f"{s} s"
+
+
+def _clean(text: Any, limit: int = 80) -> str:
+    """One line of printable text (job names go into the Subject header)."""
+    s = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _iso_label(iso: str | None) -> str:
+    return "-" if not iso else iso.replace("T", " ")
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except ValueError:
+        return None
+
+
+def _bytes(c: dict[str, Any]) -> int:
+    return int(c.get("read_bytes", 0)) + int(c.get("write_bytes", 0))
+
+
+def _meta(c: dict[str, Any]) -> int:
+    from slurm_io.model import METADATA_OPS
+
+    return int(sum(v for k, v in c.items() if k in METADATA_OPS))
+
+
+# -- the timeline ------------------------------------------------------------------------------
+def chart(timeline: Sequence[Sequence[float]], *, start: float | None = None,
+          end: float | None = None, resolution: float = 120.0, max_rows: int = 24,
+          ascii_width: int = 18) -> Chart:
+    """Read and write rates over the job, `max_rows` rows at most, one scale for both kinds.
+
+    `timeline` is job_report's [[bin start, read bytes, write bytes, metadata ops], ...] at
+    `resolution` seconds; the chart covers the job's run (start..end) and any data outside.
+    """
+    rows = sorted((float(t[0]), float(t[1]), float(t[2])) for t in timeline)
+    if not rows:
+        return Chart((), 0, "", "", "", "", ())
+    res = max(1.0, float(resolution))
+    t0 = min(rows[0][0], start if start is not None else math.inf)
+    t1 = max(rows[-1][0] + res, end if end is not None else -math.inf)
+    span = max(t1 - t0, res)
+    step = next((s for s in NICE_STEPS if s >= res and s * max_rows >= span),
+                math.ceil(span / max_rows / 86400) * 86400)
+    first = math.floor(t0 / step) * step
+    n = max(1, math.ceil((t1 - first) / step))
+    sums = [[0.0, 0.0] for _ in range(n)]
+    for ts, r, w in rows:
+        i = min(n - 1, max(0, int((ts - first) // step)))
+        sums[i][0] += r
+        sums[i][1] += w
+    peak_r = max(s[0] for s in sums) / step
+    peak_w = max(s[1] for s in sums) / step
+    top = max(peak_r, peak_w)
+    multi_day = (datetime.fromtimestamp(first).date()
+                 != datetime.fromtimestamp(first + (n - 1) * step).date())
+    out: list[ChartRow] = []
+    for i, (r, w) in enumerate(sums):
+        ts = first + i * step
+        label = datetime.fromtimestamp(ts).strftime("%a %H:%M" if multi_day else "%H:%M")
+        out.append(ChartRow(label, round(r), round(w), fmt_rate(r / step), fmt_rate(w / step),
+                            _width(r / step, top, 100), _width(w / step, top, 100)))
+    lines = [f"  {'time':<9} {'read':>{ascii_width + 12}} | written",
+             *(f"  {c.label:<9} {c.read_rate:>11} "
+               f"{'=' * _width(c.read_bytes / step, top, ascii_width):>{ascii_width}} | "
+               f"{'#' * _width(c.write_bytes / step, top, ascii_width):<{ascii_width}} "
+               f"{c.write_rate}".rstrip() for c in out)]
+    return Chart(tuple(out), int(step), fmt_step(int(step)), fmt_rate(top) or "0 B/s",
+                 fmt_rate(peak_r) or "-", fmt_rate(peak_w) or "-", tuple(lines))
+
+
+def _width(value: float, top: float, full: int) -> int:
+    """Bar length for `value` on a scale where `top` is `full`; anything above 0 shows."""
+    if value <= 0 or top <= 0:
+        return 0
+    return max(1, min(full, round(full * value / top)))
+
+
+# -- quality and advice ------------------------------------------------------------------------
+def _rating(kb_ops: float | None, share: float | None, requests: float,
+            t: Thresholds) -> str:
+    if kb_ops is None or requests < t.min_requests:
+        return "none"
+    if kb_ops > t.kb_ops or (share is not None and share > t.small_share):
+        return "poor"
+    if kb_ops > t.kb_ops / 4:
+        return "fair"
+    return "good"
+
+
+def _share_known(q: dict[str, Any], kind: str, t: Thresholds) -> float | None:
+    share = q.get(f"{kind}_small_share")
+    basis = q.get(f"{kind}_small_share_basis") or 0.0
+    return share if share is not None and basis >= t.min_share_basis else None
+
+
+def quality_rows(r: dict[str, Any], t: Thresholds) -> tuple[QualityRow, ...]:
+    q, tot = r.get("quality") or {}, r.get("totals") or {}
+    rows = []
+    for kind, label in (("read", "Reads"), ("write", "Writes")):
+        requests = float(tot.get(f"{kind}_bytes_samples", 0))
+        kb_ops = q.get(f"{kind}_kb_ops")
+        share = q.get(f"{kind}_small_share")
+        basis = q.get(f"{kind}_small_share_basis") or 0.0
+        rating = _rating(kb_ops, _share_known(q, kind, t), requests, t)
+        name, fg, bg = RATINGS[rating]
+        if rating == "none" and requests:
+            name = "few requests"
+        rows.append(QualityRow(
+            kind, label, fmt_count(requests), fmt_size(q.get(f"{kind}_mean_size")),
+            fmt_pct(share, 0),
+            f"(known for {fmt_pct(basis, 0)} of requests)" if share is not None and basis < 1
+            else "",
+            "-" if kb_ops is None else f"{kb_ops:.2f}", rating, name, fg, bg))
+    return tuple(rows)
+
+
+def node_hours(r: dict[str, Any]) -> float:
+    """The job's node-hours for metadata rates: nodes × elapsed, at least one node-minute."""
+    nodes = max(1, len(r.get("nodes") or ()))
+    elapsed = r.get("elapsed")
+    return nodes * max(60.0, float(elapsed if elapsed is not None else 3600)) / 3600
+
+
+SMALL_WRITE_TIPS = (
+    "Buffer output and write in large blocks (1 MiB or more): bigger stdio/Fortran buffers "
+    "(setvbuf, FORT_BUFFERED=yes), or gather records in memory before writing them.",
+    "Do not flush or fsync after every record; lower the logging verbosity of long runs.",
+    "With MPI-IO, use collective writes (MPI_File_write_all) with collective buffering "
+    "(romio_cb_write=enable) so that a few aggregators write large blocks.",
+    "With HDF5 or NetCDF-4, use chunks of 1 MiB or more (H5Pset_chunk) and collective I/O "
+    "(H5Pset_dxpl_mpio) instead of many tiny writes or datasets.",
+)
+SMALL_READ_TIPS = (
+    "Read in large blocks (1 MiB or more) and keep data you reuse in memory instead of "
+    "re-reading it.",
+    "With MPI-IO, use collective reads (MPI_File_read_all, romio_cb_read=enable); with "
+    "HDF5, match the chunking to how you read and enlarge the chunk cache (H5Pset_chunk_cache).",
+    "Many small input files: pack them (tar, zip, HDF5, a squashfs image) or copy them once "
+    "to node-local /tmp and read them there.",
+)
+
+
+def _small_io_advice(r: dict[str, Any], kind: str, t: Thresholds) -> Advice | None:
+    q, tot = r.get("quality") or {}, r.get("totals") or {}
+    requests = float(tot.get(f"{kind}_bytes_samples", 0))
+    if requests < t.min_requests:
+        return None
+    kb_ops = q.get(f"{kind}_kb_ops")
+    share = _share_known(q, kind, t)
+    by_ops = kb_ops is not None and kb_ops > t.kb_ops
+    by_share = share is not None and share > t.small_share
+    if not (by_ops or by_share):
+        return None
+    verb, noun = ("wrote", "write") if kind == "write" else ("read", "read")
+    parts = [f"The job {verb} {fmt_size(tot.get(f'{kind}_bytes', 0))} in "
+             f"{fmt_count(requests)} {noun} requests of {fmt_size(q.get(f'{kind}_mean_size'))} "
+             f"on average ({kind}_kb_ops {kb_ops:.1f}; 1 means 1 MiB requests, ideal for "
+             "Lustre)" if kb_ops is not None else ""]
+    if share is not None:
+        parts.append(f"{fmt_pct(share, 0)} of them were smaller than 64 KiB")
+    finding = "; ".join(p for p in parts if p) + ". Small requests cost the file servers " \
+        "as much as large ones and make the job slower than it needs to be."
+    return Advice(f"small_{kind}s", f"Many small {noun}s", finding,
+                  SMALL_WRITE_TIPS if kind == "write" else SMALL_READ_TIPS)
+
+
+def metadata_rows(r: dict[str, Any], t: Thresholds) -> tuple[MetaRow, ...]:
+    tot = r.get("totals") or {}
+    nh = node_hours(r)
+    rows = []
+    for op, n in sorted(((k, v) for k, v in tot.items() if k in META_NAMES and v),
+                        key=lambda kv: -kv[1]):
+        rate = n / nh
+        storm = op in STORM_OPS and n >= t.min_metadata_ops and rate > t.metadata_per_node_hour
+        rows.append(MetaRow(META_NAMES[op], fmt_count(n), fmt_si(rate), storm))
+    return tuple(rows)
+
+
+def _metadata_advice(r: dict[str, Any], t: Thresholds) -> Advice | None:
+    tot = r.get("totals") or {}
+    nh = node_hours(r)
+    storms = [(op, tot[op]) for op in STORM_OPS
+              if tot.get(op, 0) >= t.min_metadata_ops
+              and tot.get(op, 0) / nh > t.metadata_per_node_hour]
+    if not storms:
+        return None
+    what = ", ".join(f"{fmt_count(n)} {STORM_OPS[op]} ({fmt_si(n / nh)} per node-hour)"
+                     for op, n in storms)
+    finding = (f"The job made {what}; more than {fmt_si(t.metadata_per_node_hour)} per "
+               "node-hour loads the metadata server that every job on the cluster shares, "
+               "and slows everyone's ls, open and file creation.")
+    ops = {op for op, _ in storms}
+    tips = ["Use fewer, larger files: one file per rank or a shared HDF5/NetCDF file instead "
+            "of one file per step, record or task."]
+    if "open" in ops:
+        tips.append("Open each file once and keep it open while you write or read it, instead "
+                    "of reopening it for every record.")
+    if "getattr" in ops:
+        tips.append("Avoid stat loops: do not poll for files with ls, stat, test -e or "
+                    "os.path.exists in a loop, and avoid ls -l or find over large trees; keep "
+                    "file lists in memory.")
+    if "mkdir" in ops:
+        tips.append("Create directory trees once at the start, not one directory per task "
+                    "or step.")
+    if "unlink" in ops:
+        tips.append("Avoid creating and deleting many temporary files on Lustre.")
+    tips.append("Put scratch work with many small files on node-local /tmp (or $TMPDIR) and "
+                "copy the results back as one archive at the end of the job.")
+    return Advice("metadata", "Heavy metadata load", finding, tuple(tips))
+
+
+def advice(r: dict[str, Any], t: Thresholds = Thresholds()) -> tuple[Advice, ...]:
+    """Plain advice for a poor I/O pattern; empty for a healthy job."""
+    found = [_small_io_advice(r, "write", t), _small_io_advice(r, "read", t),
+             _metadata_advice(r, t)]
+    return tuple(a for a in found if a is not None)
+
+
+# -- targets and provenance --------------------------------------------------------------------
+def target_rows(r: dict[str, Any], top: int = 5) -> tuple[tuple[TargetRow, ...], int]:
+    """The `top` targets by bytes, then every metadata target (MDT); and how many were left."""
+    by_target: dict[str, dict[str, Any]] = r.get("by_target") or {}
+    total = _bytes(r.get("totals") or {})
+    data = sorted((n for n, c in by_target.items() if _bytes(c) > 0),
+                  key=lambda n: (-_bytes(by_target[n]), n))
+    meta = sorted((n for n, c in by_target.items() if _bytes(c) == 0 and _meta(c) > 0),
+                  key=lambda n: (-_meta(by_target[n]), n))
+    shown = data[:top] + meta[:3]
+    rows = []
+    for n in shown:
+        c = by_target[n]
+        share = _bytes(c) / total if total else 0.0
+        rows.append(TargetRow(n, fmt_size(c.get("read_bytes", 0)),
+                              fmt_size(c.get("write_bytes", 0)), fmt_count(_meta(c)),
+                              _width(share, 1.0, 100), fmt_pct(share, 0) if share else ""))
+    return tuple(rows), len(by_target) - len(shown)
+
+
+def provenance(r: dict[str, Any]) -> Provenance:
+    tot = r.get("totals") or {}
+    rec, amb, spl = (r.get(k) or {} for k in ("recovered", "ambiguous", "split"))
+    if _bytes(tot):
+        basis, measure = "bytes", _bytes
+    else:
+        basis, measure = "metadata operations", _meta
+    whole = measure(tot)
+    rs = measure(rec) / whole if whole else 0.0
+    as_ = measure(amb) / whole if whole else 0.0
+    ss = measure(spl) / whole if whole else 0.0
+    notes = []
+    if rs:
+        notes.append(f"{fmt_pct(rs)} of the {basis} came from Lustre entries that lacked the "
+                     "job id (broken or missing job ids, `:uid:host`): they were given to this "
+                     "job because your uid did them on its nodes while it ran.")
+    if as_:
+        notes.append(f"{fmt_pct(as_)} is ambiguous: another job of yours ran on the same node "
+                     "at the same time, and that I/O was shared between the jobs pro rata by "
+                     "time, so it may be off either way.")
+    if ss:
+        notes.append(f"{fmt_pct(ss)} was split at the job's start or end by time.")
+    if not notes:
+        notes.append("Every figure comes from Lustre entries that named this job: nothing "
+                     "was estimated." if whole else "No I/O was recorded for this job.")
+    return Provenance(basis, fmt_pct(1 - rs if whole else None), fmt_pct(rs), fmt_pct(as_),
+                      fmt_pct(ss), rs, as_, tuple(notes))
+
+
+def subject(r: dict[str, Any]) -> str:
+    tot = r.get("totals") or {}
+    name = f" ({_clean(r['name'], 60)})" if r.get("name") else ""
+    if _bytes(tot):
+        what = (f"{human_bytes(tot.get('write_bytes', 0))} written, "
+                f"{human_bytes(tot.get('read_bytes', 0))} read")
+    elif _meta(tot):
+        what = f"{fmt_count(_meta(tot))} metadata operations, no data"
+    else:
+        what = "no Lustre I/O recorded"
+    return f"[slurm-io] job {r['jobid']}{name}: {what}"
+
+
+def _nodes_text(nodes: Sequence[str], limit: int = 8) -> str:
+    if not nodes:
+        return "-"
+    shown = ", ".join(nodes[:limit])
+    return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
+def build_view(r: dict[str, Any], thresholds: Thresholds = Thresholds(), *,
+               resolution: float = 120.0, max_rows: int = 24, top_targets: int = 5) -> JobView:
+    """The view model of one job report (a job_report dict or one like it)."""
+    tot = r.get("totals") or {}
+    q = r.get("quality") or {}
+    start, end = _epoch(r.get("start")), _epoch(r.get("end"))
+    elapsed = r.get("elapsed")
+    if end is None and start is not None and elapsed is not None:
+        end = start + elapsed
+    targets, more = target_rows(r, top_targets)
+    meta_n = int(q.get("metadata_ops") or _meta(tot))
+    if r.get("running"):
+        status = "The job is still running: these are its figures so far."
+    elif not r.get("complete", True):
+        status = ("Some collectors had not yet read past the job's end when this was "
+                  "written: the figures may still grow slightly.")
+    else:
+        status = ""
+    return JobView(
+        jobid=str(r["jobid"]), job=int(r.get("job") or 0),
+        name=_clean(r.get("name") or "-"), user=str(r.get("user") or r.get("uid") or "-"),
+        account=str(r.get("account") or "-"), partition=str(r.get("partition") or "-"),
+        state=str(r.get("state") or "-"), exit_code=str(r.get("exit_code") or "-"),
+        nodes_count=len(r.get("nodes") or ()), nodes_text=_nodes_text(list(r.get("nodes") or ())),
+        start=_iso_label(r.get("start")), end=_iso_label(r.get("end")),
+        elapsed=fmt_duration(elapsed), running=bool(r.get("running")),
+        complete=bool(r.get("complete", True)), work_dir=str(r.get("work_dir") or "-"),
+        read=human_bytes(tot.get("read_bytes", 0)), written=human_bytes(tot.get("write_bytes", 0)),
+        read_bytes=int(tot.get("read_bytes", 0)), write_bytes=int(tot.get("write_bytes", 0)),
+        total_bytes=_bytes(tot),
+        read_requests=fmt_count(tot.get("read_bytes_samples", 0)),
+        write_requests=fmt_count(tot.get("write_bytes_samples", 0)),
+        read_mean=fmt_size(q.get("read_mean_size")), write_mean=fmt_size(q.get("write_mean_size")),
+        metadata_ops=fmt_count(meta_n), metadata_ops_n=meta_n,
+        node_hours=f"{node_hours(r):.1f}",
+        subject=subject(r),
+        chart=chart(r.get("timeline") or (), start=start, end=end, resolution=resolution,
+                    max_rows=max_rows),
+        quality=quality_rows(r, thresholds),
+        advice=advice(r, thresholds),
+        targets=targets, more_targets=more,
+        metadata=metadata_rows(r, thresholds),
+        provenance=provenance(r),
+        status_note=status,
+    )

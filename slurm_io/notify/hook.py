@@ -1,0 +1,214 @@
+"""The job-end hook (EpilogSlurmctld): record the job, queue its report, exit 0 -- fast.
+
+Run as `python -s -P -m slurm_io.notify.hook` by epilog/jobio-epilog, as SlurmUser, with
+an environment of SLURM_* variables only (no PATH), ~0.05 s after the job's end, possibly
+many at once. Budget: 200 ms, whatever is broken (database, config, disk, Slurm). Hence:
+
+1. Only the standard library and the config module are imported (~30 ms with the
+   interpreter); psycopg alone would cost ~130 ms.
+2. The job's SLURM_* environment is written to the spool (`[hook] spool_dir`, fsync'ed,
+   atomic rename): from here on the job end is durable.
+3. A child is forked, detached (new session, stdio on /dev/null, so neither slurmscriptd's
+   pipes nor its process-group kill reach it) and given a hard deadline (SIGALRM, `[hook]
+   db_timeout`). It takes the spool's drain lock -- if another hook's child holds it, that
+   one will pick this file up too, so a burst of job ends costs one psycopg import, not one
+   per job -- and ingests every spooled record into PostgreSQL (job row via upsert_jobs,
+   report_queue row), removing the files. Anything it does not manage stays spooled and the
+   reporter ingests it at its next pass.
+4. The hook itself exits 0 right after the fork: it never waits for the database, never
+   calls sacct, and catches everything, a broken config included.
+
+The spool write failing (full disk, wrong permissions) is the one case where the record
+lives only in the child's memory; it still tries the database, and the reporter's sweep
+(`jobs sync` of the last hours) is the net under both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+
+DEFAULT_SPOOL = "/var/spool/slurm-io/hook"
+CONTEXT = "epilog_slurmctld"
+
+
+def _log(message: str, *, error: bool = True) -> None:
+    """To syslog (daemon facility; slurmctld discards the hook's output) and stderr."""
+    try:
+        import syslog
+
+        syslog.openlog("jobio-epilog", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_ERR if error else syslog.LOG_INFO, message)
+    except Exception:
+        pass
+    try:
+        sys.stderr.write(f"jobio-epilog: {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+class _Settings:
+    """What the hook needs from the config; defaults when the config cannot be read."""
+
+    def __init__(self) -> None:
+        self.spool_dir = DEFAULT_SPOOL
+        self.db_timeout = 20.0
+        self.dsn: str | None = None
+        self.state_dir: str | None = None
+        self.config_ok = False
+        try:
+            from slurm_io.config import load
+
+            cfg = load()
+        except Exception as e:  # ConfigError, or anything a broken install raises
+            _log(f"configuration unusable ({type(e).__name__}: {e}); spooling to "
+                 f"{self.spool_dir} without trying the database")
+            return
+        self.spool_dir = str(cfg.hook_spool_dir)
+        self.db_timeout = float(cfg.hook_db_timeout)
+        self.dsn = cfg.dsn
+        self.state_dir = str(cfg.state_dir)
+        self.config_ok = True
+
+
+def hook_dsn(dsn: str | None, state_dir: str | None) -> str | None:
+    """The DSN the hook connects with. Without one configured: the embedded server of the
+    state dir, as the hook's own OS account (peer authentication) -- the hook never starts
+    a server or initialises one."""
+    if dsn:
+        return dsn
+    if not state_dir:
+        return None
+    import pwd
+    from pathlib import Path
+
+    from psycopg.conninfo import make_conninfo
+
+    from slurm_io.store.embedded import EmbeddedPostgres
+
+    conninfo = EmbeddedPostgres(Path(state_dir)).conninfo
+    if os.geteuid() != 0:
+        conninfo = make_conninfo(conninfo, user=pwd.getpwuid(os.geteuid()).pw_name)
+    return conninfo
+
+
+def run(env: dict[str, str], *, fork: bool = True) -> str:
+    """The hook's work for environment `env`; a word for tests and logs: "spooled",
+    "spooled+db" (foreground), "ignored", "no-spool". Never raises for bad input."""
+    slurm_env = {k: v for k, v in env.items()
+                 if k.startswith("SLURM_") and not k.startswith("SLURM_IO_")}
+    context = slurm_env.get("SLURM_SCRIPT_CONTEXT")
+    if context not in (None, CONTEXT):
+        _log(f"run as {context}, not as EpilogSlurmctld: nothing done")
+        return "ignored"
+    raw = slurm_env.get("SLURM_JOB_ID") or slurm_env.get("SLURM_JOBID") or ""
+    if not raw.isdigit():
+        _log(f"no job id in the environment (SLURM_JOB_ID={raw!r}): nothing done")
+        return "ignored"
+    job = int(raw)
+    settings = _Settings()
+    hook_time = time.time()
+    from slurm_io.notify import hookspool
+
+    memory: tuple[dict[str, str], float] | None = None
+    try:
+        hookspool.write_request(settings.spool_dir, job, slurm_env, hook_time=hook_time,
+                                host=os.uname().nodename)
+        outcome = "spooled"
+    except Exception as e:
+        _log(f"job {job}: cannot spool to {settings.spool_dir} ({type(e).__name__}: {e}); "
+             "trying the database only")
+        memory = (slurm_env, hook_time)
+        outcome = "no-spool"
+    if not settings.config_ok or settings.db_timeout <= 0:
+        return outcome
+    if not fork:
+        _drain(settings, memory)
+        return outcome + "+db"
+    _spawn(settings, memory)
+    return outcome
+
+
+def _spawn(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> None:
+    """Fork the detached, deadline-bound child that does the database part."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError as e:
+        _log(f"cannot fork ({e}): the reporter will ingest the spool")
+        return
+    if pid:
+        return
+    try:  # the child: never returns
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 1024)  # slurmscriptd's pipes, our own /dev/null
+        import signal
+
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the deadline kills, whatever blocks
+        signal.alarm(max(1, int(settings.db_timeout + 0.999)))
+        os.nice(10)  # the next hooks, not this child, are the ones with a deadline
+        _drain(settings, memory)
+    except BaseException as e:
+        _log(f"background database attempt failed: {type(e).__name__}: {e}")
+    finally:
+        os._exit(0)
+
+
+def _drain(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> None:
+    """Ingest the spool (and an unspooled record) into PostgreSQL, holding the drain lock;
+    loop while new files arrive, stop at the first database error."""
+    from slurm_io.notify import hookspool
+
+    conn = None
+    try:
+        while True:
+            with hookspool.drain_lock(settings.spool_dir) as held:
+                if not held and memory is None:
+                    return  # the holder takes our file with the others
+                if conn is None:
+                    import psycopg
+
+                    dsn = hook_dsn(settings.dsn, settings.state_dir)
+                    if dsn is None:
+                        return
+                    conn = psycopg.connect(dsn, connect_timeout=max(2, int(settings.db_timeout)),
+                                           fallback_application_name="jobio-epilog")
+                if memory is not None:
+                    hookspool.store_request(conn, memory[0], memory[1], source="hook")
+                    memory = None
+                if not held:
+                    return
+                hookspool.ingest(conn, settings.spool_dir, source="hook")
+            # released: a hook that failed to get the lock meanwhile left its file to us
+            if not hookspool.pending(settings.spool_dir):
+                return
+    finally:
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def main() -> None:
+    """Entry point: always exit 0 (slurmctld only logs a failure; there is nothing to gain
+    from one, and nothing here may hold up the job's completion)."""
+    try:
+        run(dict(os.environ))
+    except BaseException as e:
+        _log(f"unexpected {type(e).__name__}: {e}")
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

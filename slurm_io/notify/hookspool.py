@@ -1,0 +1,181 @@
+"""The hook's spool: one JSON file per job end, `<spool_dir>/<jobid>.json`.
+
+The hook writes the file first (fsync'ed, renamed into place, directory fsync'ed), so the
+job end is durable before anything that can hang or fail (importing psycopg, the database)
+is tried. Whoever then records the job and its queue row in PostgreSQL -- the hook's
+background child, or the reporter at its next pass -- removes the file. Ingesting is
+idempotent (an upsert and `ON CONFLICT DO NOTHING`), so two ingesters racing over a file,
+or a crash between commit and unlink, cost nothing but a repeated upsert.
+
+Only the standard library is imported at module level: the hook imports this before it
+forks, inside its 200 ms budget. Ingesting imports psycopg and the job store lazily.
+
+Files: `<job>.json` (pending), `.<job>.<pid>.tmp` (being written), `<job>.json.bad` (not
+readable as a hook record: kept for an admin, reported by `report-daemon --status`),
+`.drain.lock` (flock: one ingester at a time; the others leave their file to it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+from typing import Any, NamedTuple
+
+SUFFIX = ".json"
+BAD_SUFFIX = ".bad"
+LOCK_NAME = ".drain.lock"
+FORMAT_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_request(spool_dir: str, job: int, env: dict[str, str], *, hook_time: float,
+                  host: str) -> str:
+    """Write job `job`'s hook record durably and atomically; the file's path.
+
+    A second hook run for the same job (a requeued job ends again) replaces the file: the
+    job has one queue row anyway, and the newer environment is the better one.
+    """
+    os.makedirs(spool_dir, mode=0o770, exist_ok=True)
+    path = os.path.join(spool_dir, f"{job}{SUFFIX}")
+    tmp = os.path.join(spool_dir, f".{job}.{os.getpid()}.tmp")
+    data = json.dumps({"version": FORMAT_VERSION, "job": job, "hook_time": hook_time,
+                       "host": host, "env": env}, sort_keys=True).encode()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+    _fsync_dir(spool_dir)
+    return path
+
+
+def pending(spool_dir: str) -> list[str]:
+    """Paths of the spooled hook records, in job order."""
+    try:
+        names = os.listdir(spool_dir)
+    except FileNotFoundError:
+        return []
+    jobs = sorted(int(n[: -len(SUFFIX)]) for n in names
+                  if n.endswith(SUFFIX) and n[: -len(SUFFIX)].isdigit())
+    return [os.path.join(spool_dir, f"{j}{SUFFIX}") for j in jobs]
+
+
+def bad_files(spool_dir: str) -> list[str]:
+    try:
+        return sorted(os.path.join(spool_dir, n) for n in os.listdir(spool_dir)
+                      if n.endswith(SUFFIX + BAD_SUFFIX))
+    except FileNotFoundError:
+        return []
+
+
+@contextlib.contextmanager
+def drain_lock(spool_dir: str, *, wait: bool = False) -> Any:
+    """Yield True while holding the spool's drain lock, False when another process holds it
+    (and `wait` is False). The kernel releases it when its holder dies."""
+    try:
+        fd = os.open(os.path.join(spool_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o660)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+class IngestResult(NamedTuple):
+    ingested: list[int]
+    bad: list[str]
+
+
+class BadRecord(ValueError):
+    """A spool file that is not a hook record (kept aside as `.bad`)."""
+
+
+def load_request(path: str) -> dict[str, Any]:
+    """A spool file's content, checked; BadRecord when it is not a hook record."""
+    try:
+        with open(path, "rb") as f:
+            data = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BadRecord(f"not JSON: {e}") from e
+    if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
+        raise BadRecord("no `env` object")
+    env = data["env"]
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise BadRecord("`env` holds non-string values")
+    if not isinstance(data.get("hook_time"), int | float):
+        raise BadRecord("no `hook_time`")
+    return data
+
+
+def record_of(env: dict[str, str]) -> Any:
+    """The JobRecord of a hook environment. A node list python-hostlist cannot read is
+    dropped (sacct's record brings the nodes); a missing or bad job id is a BadRecord."""
+    from slurm_io.jobs.hookenv import record_from_hook_env
+    from slurm_io.jobs.nodes import NodeListError
+
+    try:
+        return record_from_hook_env(env)
+    except NodeListError:
+        log.warning("job %s: unreadable SLURM_JOB_NODELIST %r: nodes left to sacct",
+                    env.get("SLURM_JOB_ID"), env.get("SLURM_JOB_NODELIST"))
+        return record_from_hook_env({k: v for k, v in env.items()
+                                     if k != "SLURM_JOB_NODELIST"})
+    except ValueError as e:
+        raise BadRecord(str(e)) from e
+
+
+def store_request(conn: Any, env: dict[str, str], hook_time: float, *,
+                  source: str) -> int:
+    """Record the job of a hook environment and queue its report, in one transaction."""
+    from slurm_io.jobs.store import upsert_jobs
+    from slurm_io.notify import queue
+
+    record = record_of(env)
+    with conn.transaction():
+        upsert_jobs(conn, [record])
+        queue.enqueue(conn, record.job, queued_at=hook_time, source=source)
+    return int(record.job)
+
+
+def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:
+    """Store every spooled hook record and remove its file. A database error propagates
+    (the files stay for the next try); a file that is no hook record is renamed `.bad`."""
+    done: list[int] = []
+    bad: list[str] = []
+    for path in pending(spool_dir):
+        try:
+            data = load_request(path)
+            job = store_request(conn, data["env"], float(data["hook_time"]), source=source)
+        except FileNotFoundError:
+            continue  # another ingester took it
+        except BadRecord as e:
+            log.error("%s: not a hook record (%s): kept as %s%s", path, e, path, BAD_SUFFIX)
+            with contextlib.suppress(OSError):
+                os.rename(path, path + BAD_SUFFIX)
+            bad.append(path)
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        done.append(job)
+    return IngestResult(done, bad)

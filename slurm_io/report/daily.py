@@ -1,0 +1,428 @@
+"""`jobio daily`: one UTC day of a filesystem as an HTML page with PNG plots, for the staff.
+
+    OUT/index.html      the page: summary, plots, the day's top jobs and users
+    OUT/risk.png        LASSi OSS and MDS risk per hour, the jobs contributing most
+    OUT/quality.png     read/write kb_ops per hour (request quality)
+    OUT/rates.png       aggregate read/write MB/s and metadata ops/s per collector interval
+    OUT/heatmap.png     per-series rates in logarithmic bins per interval
+    OUT/jobs/<id>.html  a page per listed job (`jobio show` data and its LASSi hours)
+
+The LASSi hours of the day are computed first when they are not stored yet
+(slurm_io.lassi.sql.ensure_day). Everything else is a few set-based queries over the day.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import smtplib
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from email.message import EmailMessage
+from email.utils import make_msgid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from slurm_io.lassi import metrics as M
+from slurm_io.lassi import sql as lassi_sql
+from slurm_io.model import METADATA_OPS
+from slurm_io.report import plots
+from slurm_io.report.counters import human_bytes
+
+PNGS = ("risk.png", "quality.png", "rates.png", "heatmap.png")
+HEATMAP_BASE = 4.0  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
+_MD_MDT = " + ".join(f"coalesce(d.op_{m}, 0)" for m in M.MDS_METRICS)
+_META_ALL = " + ".join(f"coalesce(d.op_{op}, 0)" for op in sorted(METADATA_OPS))
+_BUCKET = "(ceil(extract(epoch FROM d.ts_end) / %(w)s) - 1)::bigint"
+
+RATES_SQL = (
+    f"SELECT t.fs, {_BUCKET} AS b, coalesce(sum(d.read_bytes), 0)::float8, "
+    "coalesce(sum(d.write_bytes), 0)::float8, "
+    f"coalesce(sum({_MD_MDT}) FILTER (WHERE t.kind = 'MDT'), 0)::float8 "
+    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2 ORDER BY 2"
+)
+# One series = a job (ids naming it), or a (uid, host) outside jobs; its rate in one interval
+# = what it moved in the interval / interval length; then counted per log bin.
+HEATMAP_SQL = (
+    f"WITH s AS (SELECT {_BUCKET} AS b, d.job, "
+    "CASE WHEN d.job IS NULL THEN d.uid END AS u, CASE WHEN d.job IS NULL THEN d.host_id END "
+    "AS h, sum(d.write_bytes)::float8 / %(w)s AS wr, sum(d.read_bytes)::float8 / %(w)s AS rr,"
+    f" sum({_META_ALL})::float8 / %(w)s AS mr FROM jobstats_delta d "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4) "
+    "SELECT 'write', b, floor(ln(wr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
+    "WHERE wr > 0 GROUP BY 2, 3 "
+    "UNION ALL SELECT 'read', b, floor(ln(rr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
+    "WHERE rr > 0 GROUP BY 2, 3 "
+    "UNION ALL SELECT 'meta', b, floor(ln(mr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
+    "WHERE mr > 0 GROUP BY 2, 3"
+)
+
+
+@dataclass
+class Report:
+    day: date
+    out: Path
+    index: Path
+    pngs: list[Path]
+    job_pages: list[Path]
+    summary: dict[str, Any]
+    computed: lassi_sql.DayResult | None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def parse_day(value: str | None, now: float | None = None) -> date:
+    """A UTC day: YYYY-MM-DD, `today`, `yesterday` (the default)."""
+    now = time.time() if now is None else now
+    today = datetime.fromtimestamp(now, UTC).date()
+    if value is None or value == "yesterday":
+        return date.fromordinal(today.toordinal() - 1)
+    if value == "today":
+        return today
+    try:
+        return date.fromisoformat(value)
+    except ValueError as e:
+        raise ValueError(f"not a day: {value!r} (YYYY-MM-DD, today, yesterday)") from e
+
+
+def _ts(t: float) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
+def rates(conn: psycopg.Connection, start: float, end: float, width: float
+          ) -> list[dict[str, Any]]:
+    rows = conn.execute(RATES_SQL, {"w": width, "lo": _ts(start), "hi": _ts(end)}).fetchall()
+    return [{"fs": fs, "t": b * width, "read_bytes": r, "write_bytes": w, "md_ops": m}
+            for fs, b, r, w, m in rows]
+
+
+def heatmap_counts(conn: psycopg.Connection, start: float, end: float, width: float,
+                   base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
+    out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
+    for key, b, k, n in conn.execute(HEATMAP_SQL, {"w": width, "lo": _ts(start),
+                                                   "hi": _ts(end), "base": base}):
+        out[key][(b, k)] = n
+    return dict(out)
+
+
+# -- the day's top jobs and users ---------------------------------------------------------------
+def top_tables(job_hours: list[dict[str, Any]], n: int = 15) -> dict[str, Any]:
+    jobs: dict[int, dict[str, Any]] = {}
+    for r in job_hours:
+        j = jobs.setdefault(r["job"], {
+            "job": r["job"], "jobid": r["jobid"], "user": r["user"], "name": r["name"],
+            "read_kb": 0.0, "write_kb": 0.0, "read_ops": 0.0, "write_ops": 0.0, "md_ops": 0.0,
+            "risk_oss": 0.0, "risk_mds": 0.0, "hours": 0})
+        for k in ("read_kb", "write_kb", "read_ops", "write_ops", "md_ops"):
+            j[k] += r[k]
+        j["risk_oss"] = max(j["risk_oss"], r["risk_oss"])
+        j["risk_mds"] = max(j["risk_mds"], r["risk_mds"])
+        j["hours"] += 1
+    for j in jobs.values():
+        j["read_kb_ops"] = M.kb_ops(j["read_ops"], j["read_kb"])
+        j["write_kb_ops"] = M.kb_ops(j["write_ops"], j["write_kb"])
+    users: dict[str, dict[str, Any]] = {}
+    for j in jobs.values():
+        u = users.setdefault(j["user"], {"user": j["user"], "jobs": 0, "read_kb": 0.0,
+                                         "write_kb": 0.0, "md_ops": 0.0, "risk_oss": 0.0,
+                                         "risk_mds": 0.0})
+        u["jobs"] += 1
+        for k in ("read_kb", "write_kb", "md_ops"):
+            u[k] += j[k]
+        u["risk_oss"] = max(u["risk_oss"], j["risk_oss"])
+        u["risk_mds"] = max(u["risk_mds"], j["risk_mds"])
+    vals = list(jobs.values())
+    return {
+        "by_bytes": sorted(vals, key=lambda j: -(j["read_kb"] + j["write_kb"]))[:n],
+        "by_metadata": sorted((j for j in vals if j["md_ops"]), key=lambda j: -j["md_ops"])[:n],
+        "by_risk": sorted((j for j in vals if j["risk_oss"] + j["risk_mds"] > 0),
+                          key=lambda j: -(j["risk_oss"] + j["risk_mds"]))[:n],
+        "users": sorted(users.values(), key=lambda u: -(u["read_kb"] + u["write_kb"]))[:n],
+        "n_jobs": len(jobs),
+    }
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+CSS = """
+body { font-family: sans-serif; margin: 1.5em; color: #222; max-width: 1250px; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+th { background: #f0f0f0; } td.l, th.l { text-align: left; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0 1em; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+.note { color: #555; font-size: 0.9em; }
+"""
+
+
+def _e(x: Any) -> str:
+    return html.escape("-" if x is None else str(x))
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body>\n{body}\n"
+            "</body></html>\n")
+
+
+def _table(head: list[str], rows: Iterable[list[str]], left: int = 0) -> str:
+    th = "".join(f"<th class=\"l\">{h}</th>" if i < left else f"<th>{h}</th>"
+                 for i, h in enumerate(head))
+    out = [f"<table><tr>{th}</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td class=\"l\">{c}</td>" if i < left else f"<td>{c}</td>"
+                                     for i, c in enumerate(r)) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def job_file(jobid: str) -> str:
+    return "jobs/" + "".join(c if c.isalnum() or c in "_-." else "_" for c in jobid) + ".html"
+
+
+def _kb(kb: float) -> str:
+    return human_bytes(kb * 1024)
+
+
+def _num(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def _job_rows(jobs: list[dict[str, Any]], linked: set[str]) -> list[list[str]]:
+    out = []
+    for j in jobs:
+        jid = _e(j["jobid"])
+        link = f"<a href=\"{job_file(j['jobid'])}\">{jid}</a>" if j["jobid"] in linked else jid
+        out.append([link, _e(j["user"]), _e(j["name"]), _kb(j["read_kb"]), _kb(j["write_kb"]),
+                    f"{j['md_ops']:.0f}", _num(j["read_kb_ops"]), _num(j["write_kb_ops"]),
+                    f"{j['risk_oss']:.2f}", f"{j['risk_mds']:.2f}", str(j["hours"])])
+    return out
+
+
+JOB_HEAD = ["job", "user", "name", "read", "written", "metadata ops", "read_kb_ops",
+            "write_kb_ops", "max risk_oss", "max risk_mds", "hours"]
+
+
+def index_html(day: date, summary: dict[str, Any], tops: dict[str, Any], linked: set[str],
+               baseline: list[dict[str, Any]]) -> str:
+    s = summary
+    parts = [f"<h1>slurm-io daily report: {day.isoformat()} (UTC)</h1>",
+             "<p class=\"note\">LASSi risk: (x - a&middot;avg) / (a&middot;avg) per operation, "
+             "summed over the positive ones; see docs/views.md. Generated "
+             f"{_e(datetime.now(UTC).isoformat(timespec='seconds'))}.</p>",
+             "<h2>Summary</h2>",
+             _table(["filesystem", "read", "written", "read requests", "write requests",
+                     "metadata ops", "jobs", "max risk_oss", "max risk_mds"],
+                    [[_e(fs), _kb(v["read_kb"]), _kb(v["write_kb"]), f"{v['read_ops']:.0f}",
+                      f"{v['write_ops']:.0f}", f"{v['md_ops']:.0f}", str(v["jobs"]),
+                      f"{v['risk_oss']:.2f}", f"{v['risk_mds']:.2f}"]
+                     for fs, v in s["by_fs"].items()], left=1)]
+    if baseline:
+        parts.append(_table(
+            ["filesystem", "a", "baseline", "baseline hours", "metrics compared with the day "
+             "itself (no history)"],
+            [[_e(b["fs"]), f"{b['a']:g}", f"{_e(b['from'])} .. {_e(b['to'])}",
+              str(b["hours"]), _e(", ".join(b["own"]) or "none")] for b in baseline], left=1))
+    for png, title in (("risk.png", "LASSi risk per hour"),
+                       ("quality.png", "Request quality (kb_ops)"),
+                       ("rates.png", "Aggregate rates"),
+                       ("heatmap.png", "Per-job rates (log bins)")):
+        parts.append(f"<h2>{title}</h2><img src=\"{png}\" alt=\"{title}\">")
+    for key, title in (("by_risk", "Riskiest jobs (max hourly risk_oss + risk_mds)"),
+                       ("by_bytes", "Top jobs by data volume"),
+                       ("by_metadata", "Top jobs by metadata operations")):
+        parts.append(f"<h2>{title}</h2>")
+        parts.append(_table(JOB_HEAD, _job_rows(tops[key], linked), left=3)
+                     if tops[key] else "<p>none</p>")
+    parts.append("<h2>Top users</h2>")
+    parts.append(_table(
+        ["user", "jobs", "read", "written", "metadata ops", "max risk_oss", "max risk_mds"],
+        [[_e(u["user"]), str(u["jobs"]), _kb(u["read_kb"]), _kb(u["write_kb"]),
+          f"{u['md_ops']:.0f}", f"{u['risk_oss']:.2f}", f"{u['risk_mds']:.2f}"]
+         for u in tops["users"]], left=1) if tops["users"] else "<p>none</p>")
+    parts.append("<p class=\"note\">Jobs include their pro-rata share of job-missing "
+                 "<code>:uid:host</code> entries; load outside jobs is in the plots and the "
+                 "summary only (<code>jobio usage --attribution</code> splits it).</p>")
+    return _page(f"slurm-io daily {day.isoformat()}", "\n".join(parts))
+
+
+def job_html(report: dict[str, Any], text: str, hours: list[dict[str, Any]]) -> str:
+    r = report
+    keys = ("jobid", "user", "account", "partition", "name", "state", "start", "end", "elapsed",
+            "work_dir")
+    parts = ["<p><a href=\"../index.html\">&larr; daily report</a></p>",
+             f"<h1>Job {_e(r['jobid'])} ({_e(r['name'])})</h1>",
+             _table(["field", "value"], [[k, _e(r.get(k))] for k in keys], left=2),
+             f"<h2>jobio show</h2><pre>{html.escape(text)}</pre>"]
+    if hours:
+        parts.append("<h2>LASSi hours</h2>")
+        parts.append(_table(
+            ["hour (UTC)", "fs", "read", "written", "metadata ops", "read_kb_ops",
+             "write_kb_ops", "risk_oss", "risk_mds", "risky metrics"],
+            [[_dt(h["hour"]), _e(h["fs"]), _kb(h["read_kb"]), _kb(h["write_kb"]),
+              f"{h['md_ops']:.0f}", _num(h["read_kb_ops"]), _num(h["write_kb_ops"]),
+              f"{h['risk_oss']:.2f}", f"{h['risk_mds']:.2f}",
+              _e(", ".join(f"{k} {v:.1f}" for k, v in sorted(
+                  (h["risks"] or {}).items(), key=lambda kv: -kv[1])) or "-")]
+             for h in hours], left=2))
+    parts.append("<h2>JSON</h2><pre>" + html.escape(json.dumps(
+        {k: v for k, v in r.items() if k != "timeline"}, indent=1, sort_keys=True)) + "</pre>")
+    return _page(f"job {r['jobid']}", "\n".join(parts))
+
+
+def _dt(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M")
+
+
+# -- the report --------------------------------------------------------------------------------
+def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 120.0,
+          a: float = M.DEFAULT_A, baseline_days: int = M.DEFAULT_BASELINE_DAYS,
+          top_n: int = 15, recompute: bool = False, now: float | None = None,
+          progress: bool = False, log: Callable[[str], None] | None = None) -> Report:
+    """Write the day's report into `out` (created); returns what was written."""
+    from slurm_io.attribute.sql import find_jobs
+    from slurm_io.report.show import job_report, render
+
+    say = log or (lambda _m: None)
+    now = time.time() if now is None else now
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "jobs").mkdir(exist_ok=True)
+    start, end = lassi_sql.day_bounds(day)
+    computed = None
+    if recompute:
+        say(f"computing LASSi metrics of {day}")
+        computed = lassi_sql.compute_day(conn, day, a=a, baseline_days=baseline_days, now=now)
+    else:
+        computed = lassi_sql.ensure_day(conn, day, a=a, baseline_days=baseline_days, now=now)
+        if computed is not None:
+            say(f"computed LASSi metrics of {day} ({computed.job_hours} job hours)")
+    timings["lassi"] = time.perf_counter() - t
+    t = time.perf_counter()
+    say("querying the day")
+    fsh = lassi_sql.fs_hours(conn, start, end)
+    jh = lassi_sql.job_hours(conn, start, end)
+    series = rates(conn, start, end, interval)
+    counts = heatmap_counts(conn, start, end, interval)
+    baseline = [{"fs": fs, "a": a_, "from": f.date().isoformat(), "to": to.date().isoformat(),
+                 "hours": n, "own": list(own)}
+                for fs, a_, f, to, n, own in conn.execute(
+                    "SELECT fs, a, baseline_from, baseline_to, baseline_hours, own_metrics "
+                    "FROM lassi_day WHERE day = %s ORDER BY fs", (day,))]
+    timings["queries"] = time.perf_counter() - t
+    t = time.perf_counter()
+    say("plotting")
+    pngs = [plots.risk(out / "risk.png", start, fsh, jh),
+            plots.quality(out / "quality.png", start, fsh, jh),
+            plots.rates(out / "rates.png", start, interval, series),
+            plots.heatmap(out / "heatmap.png", start, interval, HEATMAP_BASE, counts)]
+    timings["plots"] = time.perf_counter() - t
+    t = time.perf_counter()
+    tops = top_tables(jh, top_n)
+    listed: dict[int, str] = {}
+    for key in ("by_risk", "by_bytes", "by_metadata"):
+        for j in tops[key]:
+            listed.setdefault(j["job"], j["jobid"])
+    hours_of: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in jh:
+        if r["job"] in listed:
+            hours_of[r["job"]].append(r)
+    pages: list[Path] = []
+    linked: set[str] = set()
+    bar_ctx = _bar(listed.items(), progress, f"job pages of {day}")
+    with bar_ctx as items:
+        for job, jobid in items:
+            infos = [i for i in find_jobs(conn, str(job)) if i.job == job]
+            if not infos:
+                continue
+            rep = job_report(conn, infos[0], now=now, resolution=interval)
+            path = out / job_file(jobid)
+            path.write_text(job_html(rep, render(rep, targets=True), hours_of[job]))
+            pages.append(path)
+            linked.add(jobid)
+    timings["job_pages"] = time.perf_counter() - t
+    summary = _summary(fsh, jh)
+    index = out / "index.html"
+    index.write_text(index_html(day, summary, tops, linked, baseline))
+    return Report(day, out, index, pngs, pages, summary, computed, timings)
+
+
+class _NoBar:
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+    def __enter__(self) -> Iterable[Any]:
+        return self.items
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _bar(items: Iterable[Any], progress: bool, label: str) -> Any:
+    if not progress:
+        return _NoBar(items)
+    import click
+
+    return click.progressbar(list(items), label=label, file=sys.stderr)
+
+
+def _summary(fsh: list[dict[str, Any]], jh: list[dict[str, Any]]) -> dict[str, Any]:
+    by_fs: dict[str, dict[str, Any]] = {}
+    for r in fsh:
+        v = by_fs.setdefault(r["fs"], {"read_kb": 0.0, "write_kb": 0.0, "read_ops": 0.0,
+                                       "write_ops": 0.0, "md_ops": 0.0, "jobs": 0,
+                                       "risk_oss": 0.0, "risk_mds": 0.0})
+        for k in ("read_kb", "write_kb", "read_ops", "write_ops", "md_ops"):
+            v[k] += r[k]
+        v["risk_oss"] = max(v["risk_oss"], r["risk_oss"])
+        v["risk_mds"] = max(v["risk_mds"], r["risk_mds"])
+    for fs, v in by_fs.items():
+        v["jobs"] = len({r["job"] for r in jh if r["fs"] == fs})
+    return {"by_fs": by_fs}
+
+
+# -- mail --------------------------------------------------------------------------------------
+def mail(report: Report, to: list[str], *, host: str | None, port: int = 25,
+         sender: str = "slurm-io@localhost", starttls: bool = False, ssl: bool = False,
+         user: str | None = None, password: str | None = None, timeout: float = 30.0) -> str:
+    """Send the page with its plots inline to `to`; returns what happened (nothing is sent,
+    and nothing raised, without a host). SMTP errors raise (OSError)."""
+    if not to:
+        return "no recipients"
+    if not host:
+        return "mail not sent: no [mail] smtp_host configured"
+    msg = EmailMessage()
+    msg["Subject"] = f"slurm-io daily report {report.day.isoformat()}"
+    msg["From"] = sender
+    msg["To"] = ", ".join(to)
+    lines = [f"slurm-io daily report for {report.day.isoformat()} (UTC): {report.index}", ""]
+    for fs, v in report.summary["by_fs"].items():
+        lines.append(f"{fs}: read {_kb(v['read_kb'])}, written {_kb(v['write_kb'])}, "
+                     f"{v['md_ops']:.0f} metadata ops, {v['jobs']} jobs, max risk_oss "
+                     f"{v['risk_oss']:.2f}, max risk_mds {v['risk_mds']:.2f}")
+    msg.set_content("\n".join(lines) + "\n")
+    page = report.index.read_text()
+    cids = {}
+    for png in report.pngs:
+        cid = make_msgid(domain="slurm-io")
+        cids[png.name] = cid
+        page = page.replace(f"src=\"{png.name}\"", f"src=\"cid:{cid[1:-1]}\"")
+    msg.add_alternative(page, subtype="html")
+    html_part = msg.get_payload()[1]  # type: ignore[index]
+    for png in report.pngs:
+        html_part.add_related(png.read_bytes(), "image", "png", cid=cids[png.name],
+                              filename=png.name)
+    smtp_cls = smtplib.SMTP_SSL if ssl else smtplib.SMTP
+    with smtp_cls(host, port, timeout=timeout) as s:
+        if starttls and not ssl:
+            s.starttls()
+        if user:
+            s.login(user, password or "")
+        s.send_message(msg)
+    return f"mailed to {', '.join(to)} via {host}:{port}"
