@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import tempfile
+from datetime import UTC
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -62,7 +63,7 @@ def main() -> None:
         daemon.replay(sim, state_dir=work / "st", spool=Spool(work / "st" / "spool"),
                       link=link, classify=ClassifyCache(JobIdGrammar()), period=120.0)
         link.reset()
-        records, _ = parse_sacct((sim / "sacct.txt").read_text())
+        records, _ = parse_sacct((sim / "sacct.txt").read_text(), tz=UTC)
         with psycopg.connect(dsn) as conn:
             upsert_jobs(conn, records)
             conn.commit()

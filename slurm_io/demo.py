@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 
 import psycopg
@@ -95,7 +96,7 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
         for job, r, w, nodes, meta in rows:
             echo(f"  {job:>10} {human_bytes(r):>12} {human_bytes(w):>12} {nodes:>6} {meta:>10}")
     # job records from the simulated cluster's sacct text, then attribution
-    records, problems = parse_sacct((sim / "sacct.txt").read_text())
+    records, problems = parse_sacct((sim / "sacct.txt").read_text(), tz=UTC)
     with psycopg.connect(dsn) as conn:
         upsert_jobs(conn, records)
         conn.commit()
@@ -124,6 +125,7 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
             echo(f"jobio {info.jobid}   # {title}")
             echo(render_job(job_report(conn, info, now=DEMO_START + 30 * 86400), targets=True))
     _write_mails(cfg, dsn, out / "mails", echo)
+    _write_daily(cfg, dsn, out / "daily", echo)
     echo("")
     echo(f"demo finished in {time.time() - t_all:.1f} s; try: jobio --dsn '{dsn}' usage "
          "-S 2026-11-18 -E 2026-11-19 --attribution")
@@ -150,3 +152,21 @@ def _write_mails(cfg: Config, dsn: str, out: Path, echo: Callable[[str], None],
          + (f"the first {len(box.written)}" if box.due > len(box.written) else "them")
          + f" to {out}/ as .eml (mail clients) and .html (browsers) in "
          f"{time.time() - t:.1f} s, e.g. {box.written[0] if box.written else '-'}")
+
+
+def _write_daily(cfg: Config, dsn: str, out: Path, echo: Callable[[str], None]) -> None:
+    """The simulated day's LASSi metrics and daily report (docs/views.md)."""
+    from datetime import UTC, datetime
+
+    from slurm_io.report import daily
+
+    day = datetime.fromtimestamp(DEMO_START, UTC).date()
+    t = time.time()
+    with psycopg.connect(dsn) as conn:
+        rep = daily.build(conn, day, out, interval=cfg.interval, a=cfg.lassi_a,
+                          baseline_days=cfg.lassi_baseline_days, recompute=True,
+                          now=DEMO_START + 30 * 86400)
+    echo("")
+    echo(f"daily report of the simulated day ({day}, LASSi risk, plots, top jobs) in "
+         f"{time.time() - t:.1f} s: {rep.index} ({len(rep.pngs)} plots, {len(rep.job_pages)} "
+         "job pages); open it in a browser")

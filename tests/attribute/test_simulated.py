@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 
 import psycopg
 import pytest
@@ -31,7 +32,7 @@ def loaded(cluster, db_dsn, tmp_path):
     daemon.replay(cluster, state_dir=tmp_path, spool=Spool(tmp_path / "spool"), link=link,
                   classify=ClassifyCache(JobIdGrammar()), period=120.0)
     link.reset()
-    records, problems = parse_sacct((cluster / "sacct.txt").read_text())
+    records, problems = parse_sacct((cluster / "sacct.txt").read_text(), tz=UTC)
     assert not problems
     with psycopg.connect(db_dsn) as conn:
         upsert_jobs(conn, records)
