@@ -630,13 +630,16 @@ def top_cmd(cfg: Config, once: bool, sort: str, fs: str | None, kind: str | None
             else:
                 click.echo(top_mod.render(t))
             return
+        tty = sys.stdout.isatty()
         try:
             while True:
                 size = shutil.get_terminal_size()
                 t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind,
                                 user=user, sort=sort, limit=lines or max(5, size.lines - 6))
                 conn.rollback()  # no transaction left open while sleeping
-                click.echo("\033[H\033[2J" + top_mod.render(t, width=size.columns), nl=True)
+                # clear the screen on a terminal; frames one after the other in a pipe
+                click.echo("\033[H\033[2J" if tty else "", nl=not tty, color=True)
+                click.echo(top_mod.render(t, width=size.columns if tty else None))
                 click.echo(f"(every {delay or cfg.interval:g} s; Ctrl-C quits)")
                 time.sleep(delay or cfg.interval)
                 if t_at is not None:
@@ -691,7 +694,7 @@ def lassi_compute(cfg: Config, date_: str | None, starttime: str | None, endtime
                          + (f" (own day for {len(r.own_metrics[fs])} metrics)"
                             if r.own_metrics.get(fs) else "") for fs in r.fs)
         click.echo(f"{r.day}: {r.job_hours} job hours, {r.fs_hours} filesystem hours in "
-                   f"{r.seconds:.1f} s; baseline {base or '-'}")
+                   f"{r.seconds:.2f} s; baseline {base or '-'}")
 
 
 @main.command("daily")

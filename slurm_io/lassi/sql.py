@@ -32,24 +32,43 @@ from slurm_io.model import OP_COUNTERS, IdClass
 HOUR = 3600.0
 _OTHER_OPS = [op for op in OP_COUNTERS if op not in M.OST_DATA_OPS]
 _OTHER_SQL = " + ".join(f"coalesce(d.op_{op}, 0)" for op in _OTHER_OPS)
-# (name in metrics.metric_values' input, SQL aggregate)
+# (name in metrics.metric_values' input, SQL expression summed)
 _SUMS: list[tuple[str, str]] = [
-    ("read_bytes", "sum(d.read_bytes)"),
-    ("read_bytes_samples", "sum(d.read_bytes_samples)"),
-    ("write_bytes", "sum(d.write_bytes)"),
-    ("write_bytes_samples", "sum(d.write_bytes_samples)"),
-    ("other", f"sum({_OTHER_SQL})"),
-    *[(m, f"sum(d.op_{m})") for m in M.MDS_METRICS],
+    ("read_bytes", "d.read_bytes"),
+    ("read_bytes_samples", "d.read_bytes_samples"),
+    ("write_bytes", "d.write_bytes"),
+    ("write_bytes_samples", "d.write_bytes_samples"),
+    ("other", _OTHER_SQL),
+    *[(m, f"d.op_{m}") for m in M.MDS_METRICS],
 ]
-_SUM_SQL = ", ".join(f"coalesce({expr}, 0)::float8" for _, expr in _SUMS)
+_SUM_SQL = ", ".join(f"coalesce(sum({expr}), 0)::float8" for _, expr in _SUMS)
 _SUM_NAMES = [n for n, _ in _SUMS]
-_HOUR_SQL = "(ceil(extract(epoch FROM d.ts_end) / 3600) - 1)::bigint * 3600"
 
+
+def spread_sql(width: str, first: str) -> str:
+    """A LATERAL join giving each delta its bucket(s) `x.b` (bucket index: bucket
+    (b * width, (b + 1) * width]) and weight `x.f` (metrics.spread_buckets in SQL): a normal
+    read goes whole to the bucket of ts_end, a longer interval (missed reads) is spread
+    evenly over its buckets, none before bucket index `first`. `width` and `first` are SQL
+    expressions (parameters)."""
+    e = f"extract(epoch FROM d.ts_end) / {width}"
+    s = f"extract(epoch FROM d.ts_start) / {width}"
+    return (
+        "CROSS JOIN LATERAL (SELECT gs AS b, 1.0 / (r.hi - r.lo + 1) AS f FROM (SELECT "
+        f"CASE WHEN extract(epoch FROM d.ts_end - d.ts_start) > 1.5 * {width} "
+        f"THEN least(greatest(floor({s})::bigint, {first}), ceil({e})::bigint - 1) "
+        f"ELSE ceil({e})::bigint - 1 END AS lo, ceil({e})::bigint - 1 AS hi) r, "
+        "generate_series(r.lo, r.hi) gs) x "
+    )
+
+
+_SUM_SQL_F = ", ".join(f"coalesce(sum(x.f * ({expr})), 0)::float8" for _, expr in _SUMS)
 DAY_SQL = (
-    f"SELECT t.fs, t.kind, {_HOUR_SQL} AS h, d.job, GROUPING(d.job) AS g, min(d.uid), "
-    f"{_SUM_SQL} FROM jobstats_delta d JOIN fs_target t USING (target_id) "
-    "WHERE d.ts_end > %s AND d.ts_end <= %s "
-    "GROUP BY GROUPING SETS ((t.fs, t.kind, h, d.job), (t.fs, t.kind, h))"
+    "SELECT t.fs, t.kind, x.b * 3600 AS h, d.job, GROUPING(d.job) AS g, min(d.uid), "
+    f"{_SUM_SQL_F} FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    + spread_sql("3600", "%(first)s")
+    + "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s "
+    "GROUP BY GROUPING SETS ((t.fs, t.kind, x.b, d.job), (t.fs, t.kind, x.b))"
 )
 MISSING_SQL = (
     "SELECT t.fs, t.kind, d.host_id, d.uid, extract(epoch FROM d.ts_start)::float8, "
@@ -71,6 +90,16 @@ _SCORE_COLS = ["risk_oss", "risk_mds", "read_kb_ops", "write_kb_ops", "risks"]
 
 def _ts(t: float) -> datetime:
     return datetime.fromtimestamp(t, UTC)
+
+
+def no_jit(conn: psycopg.Connection) -> None:
+    """Turn JIT compilation off for the current transaction (the session when autocommit).
+
+    The row estimate of the bucket spreading (generate_series: 1000 rows) makes the planner
+    believe in millions of rows, and JIT then costs seconds on queries that take a fraction
+    of one; reports never profit from JIT anyway.
+    """
+    conn.execute("SET jit = off" if conn.autocommit else "SET LOCAL jit = off")
 
 
 def day_bounds(day: date) -> tuple[float, float]:
@@ -104,8 +133,9 @@ def aggregate_day(conn: psycopg.Connection, start: float, end: float, *, now: fl
     job_vals: dict[tuple[str, float, int], dict[str, float]] = defaultdict(dict)
     uids: dict[int, int | None] = {}
     s, e = _ts(start), _ts(end)
+    no_jit(conn)
     with conn.cursor() as cur:
-        cur.execute(DAY_SQL, (s, e))
+        cur.execute(DAY_SQL, {"lo": s, "hi": e, "first": int(start // HOUR)})
         for fs, kind, h, job, g, uid, *sums in cur:
             vals = M.metric_values(kind, dict(zip(_SUM_NAMES, sums, strict=True)))
             if g:  # the (fs, kind, hour) set: every delta
@@ -114,13 +144,13 @@ def aggregate_day(conn: psycopg.Connection, start: float, end: float, *, now: fl
                 if vals:
                     M.add_into(job_vals[(fs, float(h), job)], vals)
                 uids.setdefault(job, uid)
-    _recover(conn, s, e, job_vals, uids, now=now)
+    _recover(conn, s, e, job_vals, uids, now=now, first=start)
     return fs_vals, job_vals, uids
 
 
 def _recover(conn: psycopg.Connection, s: datetime, e: datetime,
              job_vals: dict[tuple[str, float, int], dict[str, float]],
-             uids: dict[int, int | None], *, now: float) -> None:
+             uids: dict[int, int | None], *, now: float, first: float) -> None:
     """Add the jobs' shares of the job-missing `:uid:host` deltas (attribution rules)."""
     with conn.cursor() as cur:
         cur.execute(MISSING_SQL, (s, e, int(IdClass.JOB_MISSING)))
@@ -141,11 +171,12 @@ def _recover(conn: psycopg.Connection, s: datetime, e: datetime,
         if not vals:
             continue
         d = DeltaRow(t0, t1, last, "", None, int(IdClass.JOB_MISSING), None, uid, {}, {})
-        h = float((-(-t1 // HOUR) - 1) * HOUR)  # (h, h + 1 h] of ts_end
+        hours = M.spread_buckets(t0, t1, HOUR, first)
         for j in jobs:
             f = share(d, j, jobs, now).fraction
             if f > 0:
-                M.add_into(job_vals[(fs, h, j.job)], vals, f)
+                for h in hours:
+                    M.add_into(job_vals[(fs, h, j.job)], vals, f / len(hours))
                 uids.setdefault(j.job, uid)
 
 

@@ -140,10 +140,11 @@ class MailBuilder:
     def decide(self, conn: psycopg.Connection, info: JobInfo,
                report: dict[str, Any]) -> Decision:
         s = self.settings
-        slurm = self.lookup(info.job) if s.policy != "off" else None
         t = report.get("totals") or {}
-        return decide(s.policy, user=info.user, slurm=slurm,
-                      total_bytes=int(t.get("read_bytes", 0)) + int(t.get("write_bytes", 0)),
+        total = int(t.get("read_bytes", 0)) + int(t.get("write_bytes", 0))
+        small = s.policy == "above_size" and total < s.min_bytes
+        slurm = None if s.policy == "off" or small else self.lookup(info.job)
+        return decide(s.policy, user=info.user, slurm=slurm, total_bytes=total,
                       min_bytes=s.min_bytes, enabled=preferences.enabled(conn, info.uid),
                       to=address_for(info.user, slurm, domain=s.domain, address=s.address,
                                      uid=info.uid))

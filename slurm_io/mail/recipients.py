@@ -106,7 +106,7 @@ def valid_address(addr: str) -> bool:
 def address_for(user: str | None, slurm: SlurmMail | None, *, domain: str | None = None,
                 address: str | None = None, uid: int | None = None) -> list[str]:
     """Where the mail goes: the job's --mail-user (user names in it get the site's rule),
-    else the site's rule for the job's user. Invalid entries are dropped; [] when none."""
+    else (none given, or none valid) the site's rule for the job's user; [] when none."""
     wanted: list[str] = []
     if slurm is not None and slurm.user:
         for part in slurm.user.split(","):
@@ -116,12 +116,13 @@ def address_for(user: str | None, slurm: SlurmMail | None, *, domain: str | None
             wanted.append(part if "@" in part else
                           apply_rule(part, domain=domain, address=address,
                                      uid=uid if part == user else None))
-    if not wanted and user:
-        wanted.append(apply_rule(user, domain=domain, address=address, uid=uid))
     out: list[str] = []
     for a in wanted:
         if valid_address(a) and a not in out:
             out.append(a)
+    if not out and user:
+        own = apply_rule(user, domain=domain, address=address, uid=uid)
+        out = [own] if valid_address(own) else []
     return out
 
 

@@ -31,8 +31,8 @@ WRITE_COLOUR = "#ea580c"  # the chart's write bars (orange)
 SMALL_IO = 64 * 1024
 
 # rows of the timeline: the smallest of these steps (seconds) that fits the job in max_rows
-NICE_STEPS = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600, 43200,
-              86400, 172800, 345600, 604800)
+NICE_STEPS = (60, 120, 240, 300, 360, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600,
+              43200, 86400, 172800, 345600, 604800)
 
 # metadata operations that make a storm, with their plain names
 STORM_OPS: dict[str, str] = {"open": "opens", "getattr": "stats", "mkdir": "mkdirs",
@@ -290,11 +290,19 @@ def chart(timeline: Sequence[Sequence[float]], *, start: float | None = None,
     res = max(1.0, float(resolution))
     t0 = min(rows[0][0], start if start is not None else math.inf)
     t1 = max(rows[-1][0] + res, end if end is not None else -math.inf)
-    span = max(t1 - t0, res)
-    step = next((s for s in NICE_STEPS if s >= res and s * max_rows >= span),
-                math.ceil(span / max_rows / 86400) * 86400)
-    first = math.floor(t0 / step) * step
-    n = max(1, math.ceil((t1 - first) / step))
+
+    first = math.floor(t0 / res) * res  # rows start at the job's first bin
+
+    def rows_of(step: int) -> int:
+        return max(1, math.ceil((t1 - first) / step))
+
+    # a step that is a multiple of the resolution: each row sums as many bins as the next
+    # (2-minute bins in 5-minute rows would make a steady job look jagged)
+    step = next((s for s in NICE_STEPS
+                 if s >= res and s % res == 0 and rows_of(s) <= max_rows), 0)
+    while not step or rows_of(step) > max_rows:
+        step += 86400 if res <= 86400 else int(res)
+    n = rows_of(step)
     sums = [[0.0, 0.0] for _ in range(n)]
     for ts, r, w in rows:
         i = min(n - 1, max(0, int((ts - first) // step)))
@@ -571,7 +579,7 @@ def build_view(r: dict[str, Any], thresholds: Thresholds = Thresholds(), *,
         write_requests=fmt_count(tot.get("write_bytes_samples", 0)),
         read_mean=fmt_size(q.get("read_mean_size")), write_mean=fmt_size(q.get("write_mean_size")),
         metadata_ops=fmt_count(meta_n), metadata_ops_n=meta_n,
-        node_hours=f"{node_hours(r):.1f}",
+        node_hours="-" if elapsed is None else f"{node_hours(r):.1f}",
         subject=subject(r),
         chart=chart(r.get("timeline") or (), start=start, end=end, resolution=resolution,
                     max_rows=max_rows),

@@ -1,11 +1,12 @@
 """The job-end hook (EpilogSlurmctld): record the job, queue its report, exit 0 -- fast.
 
-Run as `python -s -P -m slurm_io.notify.hook` by epilog/jobio-epilog, as SlurmUser, with
-an environment of SLURM_* variables only (no PATH), ~0.05 s after the job's end, possibly
-many at once. Budget: 200 ms, whatever is broken (database, config, disk, Slurm). Hence:
+Run by epilog/jobio-epilog (`python -s -P -m slurm_io.notify.hook`, or this file by path
+with -S from a checkout), as SlurmUser, with an environment of SLURM_* variables only (no
+PATH), ~0.05 s after the job's end, possibly many at once. Budget: 200 ms, whatever is
+broken (database, config, disk, Slurm). Hence:
 
-1. Only the standard library and the config module are imported (~30 ms with the
-   interpreter); psycopg alone would cost ~130 ms.
+1. Only the standard library is imported (~25 ms with the interpreter); psycopg alone
+   would cost ~130 ms. The config file is read with tomllib alone (dsn, state_dir, [hook]).
 2. The job's SLURM_* environment is written to the spool (`[hook] spool_dir`, fsync'ed,
    atomic rename): from here on the job end is durable.
 3. A child is forked, detached (new session, stdio on /dev/null, so neither slurmscriptd's
@@ -13,8 +14,9 @@ many at once. Budget: 200 ms, whatever is broken (database, config, disk, Slurm)
    db_timeout`). It takes the spool's drain lock -- if another hook's child holds it, that
    one will pick this file up too, so a burst of job ends costs one psycopg import, not one
    per job -- and ingests every spooled record into PostgreSQL (job row via upsert_jobs,
-   report_queue row), removing the files. Anything it does not manage stays spooled and the
-   reporter ingests it at its next pass.
+   report_queue row), removing the files; then it lingers a second for the next job ends
+   (a train of them costs one import and one connection). Anything it does not manage stays
+   spooled and the reporter ingests it at its next pass.
 4. The hook itself exits 0 right after the fork: it never waits for the database, never
    calls sacct, and catches everything, a broken config included.
 
@@ -25,13 +27,13 @@ lives only in the child's memory; it still tries the database, and the reporter'
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
 
 DEFAULT_SPOOL = "/var/spool/slurm-io/hook"
 CONTEXT = "epilog_slurmctld"
+LINGER = 1.0  # seconds the background child waits for more job ends
 
 
 def _log(message: str, *, error: bool = True) -> None:
@@ -50,46 +52,70 @@ def _log(message: str, *, error: bool = True) -> None:
         pass
 
 
+# The config lookup of slurm_io.config (tests/notify check the two agree). Read here with
+# tomllib alone: the config module's imports (dataclasses, pathlib, socket) cost ~15 ms of
+# the budget, and a key the hook does not use -- a typo in [mail] -- must not stop it from
+# recording jobs.
+CONFIG_ENV = "SLURM_IO_CONFIG"
+SYSTEM_CONFIG = "/etc/slurm-io/config.toml"
+DSN_ENV = "SLURM_IO_DSN"
+DEFAULT_DB_TIMEOUT = 20.0
+
+
 class _Settings:
-    """What the hook needs from the config; defaults when the config cannot be read."""
+    """What the hook needs from the config: dsn, state_dir, [hook] spool_dir and
+    db_timeout; the defaults (and no database attempt) when the file cannot be read."""
 
     def __init__(self) -> None:
         self.spool_dir = DEFAULT_SPOOL
-        self.db_timeout = 20.0
+        self.db_timeout = DEFAULT_DB_TIMEOUT
         self.dsn: str | None = None
         self.state_dir: str | None = None
         self.config_ok = False
+        path = os.environ.get(CONFIG_ENV) or (SYSTEM_CONFIG if os.path.exists(SYSTEM_CONFIG)
+                                              else None)
         try:
-            from slurm_io.config import load
+            data: dict = {}
+            if path is not None:
+                import tomllib
 
-            cfg = load()
-        except Exception as e:  # ConfigError, or anything a broken install raises
-            _log(f"configuration unusable ({type(e).__name__}: {e}); spooling to "
+                with open(path, "rb") as f:
+                    data = tomllib.load(f)
+            hook = data.get("hook", {})
+            spool_dir = hook.get("spool_dir", DEFAULT_SPOOL)
+            db_timeout = hook.get("db_timeout", DEFAULT_DB_TIMEOUT)
+            dsn = os.environ.get(DSN_ENV) or data.get("dsn")
+            state_dir = data.get("state_dir")
+            if not (isinstance(hook, dict) and isinstance(spool_dir, str)
+                    and isinstance(db_timeout, int | float) and not isinstance(db_timeout, bool)
+                    and isinstance(dsn, str | None) and isinstance(state_dir, str | None)):
+                raise ValueError("wrong type of dsn, state_dir or [hook] spool_dir/db_timeout")
+        except Exception as e:  # unreadable, not TOML, wrong types
+            _log(f"configuration {path} unusable ({type(e).__name__}: {e}); spooling to "
                  f"{self.spool_dir} without trying the database")
             return
-        self.spool_dir = str(cfg.hook_spool_dir)
-        self.db_timeout = float(cfg.hook_db_timeout)
-        self.dsn = cfg.dsn
-        self.state_dir = str(cfg.state_dir)
+        self.spool_dir = spool_dir
+        self.db_timeout = float(db_timeout)
+        self.dsn = dsn or None
+        self.state_dir = state_dir
         self.config_ok = True
 
 
-def hook_dsn(dsn: str | None, state_dir: str | None) -> str | None:
+def hook_dsn(dsn: str | None, state_dir: str | None) -> str:
     """The DSN the hook connects with. Without one configured: the embedded server of the
     state dir, as the hook's own OS account (peer authentication) -- the hook never starts
     a server or initialises one."""
     if dsn:
         return dsn
-    if not state_dir:
-        return None
     import pwd
     from pathlib import Path
 
     from psycopg.conninfo import make_conninfo
 
+    from slurm_io.paths import default_state_dir
     from slurm_io.store.embedded import EmbeddedPostgres
 
-    conninfo = EmbeddedPostgres(Path(state_dir)).conninfo
+    conninfo = EmbeddedPostgres(Path(state_dir) if state_dir else default_state_dir()).conninfo
     if os.geteuid() != 0:
         conninfo = make_conninfo(conninfo, user=pwd.getpwuid(os.geteuid()).pw_name)
     return conninfo
@@ -163,9 +189,16 @@ def _spawn(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> 
 
 def _drain(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> None:
     """Ingest the spool (and an unspooled record) into PostgreSQL, holding the drain lock;
-    loop while new files arrive, stop at the first database error."""
+    stop at the first database error.
+
+    After the spool is empty the child lingers (LINGER seconds, within its deadline) with
+    the lock and the connection, picking up the files of the hooks that run meanwhile: they
+    find the lock taken and fork no child of their own. A train of job ends then costs one
+    psycopg import and one connection, and the hooks are not slowed by their children.
+    """
     from slurm_io.notify import hookspool
 
+    deadline = time.monotonic() + settings.db_timeout - 2.0
     conn = None
     try:
         while True:
@@ -173,26 +206,48 @@ def _drain(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> 
                 if not held and memory is None:
                     return  # the holder takes our file with the others
                 if conn is None:
-                    import psycopg
-
-                    dsn = hook_dsn(settings.dsn, settings.state_dir)
-                    if dsn is None:
-                        return
-                    conn = psycopg.connect(dsn, connect_timeout=max(2, int(settings.db_timeout)),
-                                           fallback_application_name="jobio-epilog")
+                    try:
+                        conn = _connect(settings)
+                    except Exception:
+                        # Keep the lock a moment: the hooks of the next job ends skip their
+                        # own doomed attempt (and its psycopg import); their files wait in
+                        # the spool for the reporter.
+                        if held:
+                            time.sleep(max(0.0, min(LINGER, deadline - time.monotonic())))
+                        raise
                 if memory is not None:
                     hookspool.store_request(conn, memory[0], memory[1], source="hook")
                     memory = None
                 if not held:
                     return
                 hookspool.ingest(conn, settings.spool_dir, source="hook")
+                idle_until = min(time.monotonic() + LINGER, deadline)
+                while time.monotonic() < idle_until:
+                    time.sleep(0.02)
+                    if hookspool.pending(settings.spool_dir):
+                        hookspool.ingest(conn, settings.spool_dir, source="hook")
+                        idle_until = min(time.monotonic() + LINGER, deadline)
             # released: a hook that failed to get the lock meanwhile left its file to us
-            if not hookspool.pending(settings.spool_dir):
+            if not hookspool.pending(settings.spool_dir) or time.monotonic() > deadline:
                 return
     finally:
         if conn is not None:
+            import contextlib
+
             with contextlib.suppress(Exception):
-                conn.close()
+                conn.close()  # type: ignore[attr-defined]
+
+
+def _connect(settings: _Settings) -> object:
+    if sys.flags.no_site:  # started with -S (epilog/jobio-epilog in a checkout)
+        import site
+
+        site.main()  # site-packages: psycopg, python-hostlist
+    import psycopg
+
+    dsn = hook_dsn(settings.dsn, settings.state_dir)
+    return psycopg.connect(dsn, connect_timeout=max(2, int(settings.db_timeout)),
+                           fallback_application_name="jobio-epilog")
 
 
 def main() -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
 from typing import Any, NamedTuple
 
@@ -29,7 +28,12 @@ BAD_SUFFIX = ".bad"
 LOCK_NAME = ".drain.lock"
 FORMAT_VERSION = 1
 
-log = logging.getLogger(__name__)
+
+
+def _logger() -> Any:
+    import logging  # not at import time: the hook's budget
+
+    return logging.getLogger(__name__)
 
 
 def _fsync_dir(path: str) -> None:
@@ -137,7 +141,7 @@ def record_of(env: dict[str, str]) -> Any:
     try:
         return record_from_hook_env(env)
     except NodeListError:
-        log.warning("job %s: unreadable SLURM_JOB_NODELIST %r: nodes left to sacct",
+        _logger().warning("job %s: unreadable SLURM_JOB_NODELIST %r: nodes left to sacct",
                     env.get("SLURM_JOB_ID"), env.get("SLURM_JOB_NODELIST"))
         return record_from_hook_env({k: v for k, v in env.items()
                                      if k != "SLURM_JOB_NODELIST"})
@@ -170,7 +174,7 @@ def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:
         except FileNotFoundError:
             continue  # another ingester took it
         except BadRecord as e:
-            log.error("%s: not a hook record (%s): kept as %s%s", path, e, path, BAD_SUFFIX)
+            _logger().error("%s: not a hook record (%s): kept as %s%s", path, e, path, BAD_SUFFIX)
             with contextlib.suppress(OSError):
                 os.rename(path, path + BAD_SUFFIX)
             bad.append(path)

@@ -54,6 +54,10 @@ log = logging.getLogger("slurm_io.report")
 SACCT_CHUNK = 200  # job ids per `sacct -j`
 
 
+class NoRecipient(ValueError):
+    """The MailBuilder's message names nobody: a bug, not worth retrying."""
+
+
 class SacctJobsSource(SacctSource):
     """`sacct ... -j IDS`: the records of given jobs, whenever they ran."""
 
@@ -164,6 +168,7 @@ class Reporter:
         self.source = source or (lambda ids: SacctJobsSource(ids, settings.sacct, timeout=120))
         self.sweep_source = sweep_source or (lambda: SacctSource(settings.sacct, timeout=300))
         self._last_sweep: float | None = None
+        self._stop: threading.Event | None = None
 
     # -- connection ------------------------------------------------------------------------
     @property
@@ -196,7 +201,17 @@ class Reporter:
             done_until = data_complete_until(conn)
             conn.commit()
             for d in due:
-                self._process(conn, d.job, done_until, r)
+                if self._stop is not None and self._stop.is_set():
+                    break  # SIGTERM: between two jobs, never inside one
+                try:
+                    self._process(conn, d.job, done_until, r)
+                except (psycopg.OperationalError, psycopg.InterfaceError):
+                    raise  # the database went away: end the pass
+                except Exception as e:  # one job's bug must not hold up the others
+                    log.exception("job %s: unexpected error", d.job)
+                    r.problems.append(f"job {d.job}: {type(e).__name__}: {e}")
+                    conn.rollback()
+                    self.session.close()
         except BaseException:
             with contextlib.suppress(Exception):
                 conn.rollback()
@@ -324,12 +339,15 @@ class Reporter:
             return
         try:
             sender, rcpts, data, mid = self._finish_message(msg, c, incomplete)
-        except ValueError as e:
+        except NoRecipient as e:
             queue.fail_attempt(conn, job, str(e), attempts=s.max_attempts,
                                max_attempts=s.max_attempts, base=s.retry_base)
             conn.commit()
             r.failed += 1
             log.error("job %s: report failed: %s", job, e)
+            return
+        except Exception as e:  # a header the email package cannot serialise, ...
+            self._failed_attempt(conn, c, f"making the message: {type(e).__name__}: {e}", r)
             return
         try:
             self.session.prepare(sender, rcpts, data)
@@ -374,7 +392,7 @@ class Reporter:
         fields = [v for h in ("To", "Cc", "Bcc") for v in (msg.get_all(h) or [])]
         rcpts = list(dict.fromkeys(a for _, a in getaddresses(fields) if a))
         if not rcpts:
-            raise ValueError("the mail builder gave a message without recipients")
+            raise NoRecipient("the mail builder gave a message without recipients")
         del msg["Bcc"]
         mid = message_id(c.job, c.submit, s.message_id_domain)
         del msg["Message-ID"]
@@ -426,7 +444,8 @@ class Reporter:
     def serve(self, stop: threading.Event, *, on_pass: Callable[[PassResult], None] | None = None
               ) -> None:
         """Passes every `interval` seconds until `stop` is set; a database or Slurm outage is
-        logged and waited out, never fatal."""
+        logged and waited out, never fatal. `stop` is also checked between two jobs."""
+        self._stop = stop
         while not stop.is_set():
             try:
                 result = self.run_once()

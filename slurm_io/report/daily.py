@@ -39,22 +39,23 @@ PNGS = ("risk.png", "quality.png", "rates.png", "heatmap.png")
 HEATMAP_BASE = 4.0  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
 _MD_MDT = " + ".join(f"coalesce(d.op_{m}, 0)" for m in M.MDS_METRICS)
 _META_ALL = " + ".join(f"coalesce(d.op_{op}, 0)" for op in sorted(METADATA_OPS))
-_BUCKET = "(ceil(extract(epoch FROM d.ts_end) / %(w)s) - 1)::bigint"
+_SPREAD = lassi_sql.spread_sql("%(w)s", "%(first)s")
 
 RATES_SQL = (
-    f"SELECT t.fs, {_BUCKET} AS b, coalesce(sum(d.read_bytes), 0)::float8, "
-    "coalesce(sum(d.write_bytes), 0)::float8, "
-    f"coalesce(sum({_MD_MDT}) FILTER (WHERE t.kind = 'MDT'), 0)::float8 "
-    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    "SELECT t.fs, x.b, coalesce(sum(x.f * d.read_bytes), 0)::float8, "
+    "coalesce(sum(x.f * d.write_bytes), 0)::float8, "
+    f"coalesce(sum(x.f * ({_MD_MDT})) FILTER (WHERE t.kind = 'MDT'), 0)::float8 "
+    f"FROM jobstats_delta d JOIN fs_target t USING (target_id) {_SPREAD}"
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2 ORDER BY 2"
 )
 # One series = a job (ids naming it), or a (uid, host) outside jobs; its rate in one interval
 # = what it moved in the interval / interval length; then counted per log bin.
 HEATMAP_SQL = (
-    f"WITH s AS (SELECT {_BUCKET} AS b, d.job, "
+    "WITH s AS (SELECT x.b, d.job, "
     "CASE WHEN d.job IS NULL THEN d.uid END AS u, CASE WHEN d.job IS NULL THEN d.host_id END "
-    "AS h, sum(d.write_bytes)::float8 / %(w)s AS wr, sum(d.read_bytes)::float8 / %(w)s AS rr,"
-    f" sum({_META_ALL})::float8 / %(w)s AS mr FROM jobstats_delta d "
+    "AS h, sum(x.f * d.write_bytes)::float8 / %(w)s AS wr, "
+    "sum(x.f * d.read_bytes)::float8 / %(w)s AS rr, "
+    f"sum(x.f * ({_META_ALL}))::float8 / %(w)s AS mr FROM jobstats_delta d {_SPREAD}"
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4) "
     "SELECT 'write', b, floor(ln(wr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
     "WHERE wr > 0 GROUP BY 2, 3 "
@@ -95,18 +96,25 @@ def _ts(t: float) -> datetime:
     return datetime.fromtimestamp(t, UTC)
 
 
+def _params(start: float, end: float, width: float, **kw: Any) -> dict[str, Any]:
+    return {"w": width, "lo": _ts(start), "hi": _ts(end), "first": int(start // width), **kw}
+
+
 def rates(conn: psycopg.Connection, start: float, end: float, width: float
           ) -> list[dict[str, Any]]:
-    rows = conn.execute(RATES_SQL, {"w": width, "lo": _ts(start), "hi": _ts(end)}).fetchall()
+    """Read/write bytes and MDT metadata operations per fs and interval (b*width, +width]."""
+    lassi_sql.no_jit(conn)
+    rows = conn.execute(RATES_SQL, _params(start, end, width)).fetchall()
     return [{"fs": fs, "t": b * width, "read_bytes": r, "write_bytes": w, "md_ops": m}
             for fs, b, r, w, m in rows]
 
 
 def heatmap_counts(conn: psycopg.Connection, start: float, end: float, width: float,
                    base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
+    """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1))."""
+    lassi_sql.no_jit(conn)
     out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
-    for key, b, k, n in conn.execute(HEATMAP_SQL, {"w": width, "lo": _ts(start),
-                                                   "hi": _ts(end), "base": base}):
+    for key, b, k, n in conn.execute(HEATMAP_SQL, _params(start, end, width, base=base)):
         out[key][(b, k)] = n
     return dict(out)
 
@@ -217,7 +225,8 @@ def index_html(day: date, summary: dict[str, Any], tops: dict[str, Any], linked:
              f"{_e(datetime.now(UTC).isoformat(timespec='seconds'))}.</p>",
              "<h2>Summary</h2>",
              _table(["filesystem", "read", "written", "read requests", "write requests",
-                     "metadata ops", "jobs", "max risk_oss", "max risk_mds"],
+                     "metadata ops", "jobs", "filesystem's max hourly risk_oss",
+                     "risk_mds"],
                     [[_e(fs), _kb(v["read_kb"]), _kb(v["write_kb"]), f"{v['read_ops']:.0f}",
                       f"{v['write_ops']:.0f}", f"{v['md_ops']:.0f}", str(v["jobs"]),
                       f"{v['risk_oss']:.2f}", f"{v['risk_mds']:.2f}"]
@@ -310,7 +319,8 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
     jh = lassi_sql.job_hours(conn, start, end)
     series = rates(conn, start, end, interval)
     counts = heatmap_counts(conn, start, end, interval)
-    baseline = [{"fs": fs, "a": a_, "from": f.date().isoformat(), "to": to.date().isoformat(),
+    baseline = [{"fs": fs, "a": a_, "from": f.date().isoformat(),
+                 "to": date.fromordinal(to.date().toordinal() - 1).isoformat(),
                  "hours": n, "own": list(own)}
                 for fs, a_, f, to, n, own in conn.execute(
                     "SELECT fs, a, baseline_from, baseline_to, baseline_hours, own_metrics "
@@ -318,10 +328,11 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
     timings["queries"] = time.perf_counter() - t
     t = time.perf_counter()
     say("plotting")
-    pngs = [plots.risk(out / "risk.png", start, fsh, jh),
-            plots.quality(out / "quality.png", start, fsh, jh),
-            plots.rates(out / "rates.png", start, interval, series),
-            plots.heatmap(out / "heatmap.png", start, interval, HEATMAP_BASE, counts)]
+    span = data_span(start, end, [r["t"] for r in series], interval)
+    pngs = [plots.risk(out / "risk.png", span, fsh, jh),
+            plots.quality(out / "quality.png", span, fsh, jh),
+            plots.rates(out / "rates.png", span, interval, series),
+            plots.heatmap(out / "heatmap.png", span, interval, HEATMAP_BASE, counts)]
     timings["plots"] = time.perf_counter() - t
     t = time.perf_counter()
     tops = top_tables(jh, top_n)
@@ -351,6 +362,16 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
     index = out / "index.html"
     index.write_text(index_html(day, summary, tops, linked, baseline))
     return Report(day, out, index, pngs, pages, summary, computed, timings)
+
+
+def data_span(start: float, end: float, times: list[float], width: float
+              ) -> tuple[float, float]:
+    """The whole hours of the day that hold data (the whole day without data)."""
+    if not times:
+        return start, end
+    lo = max(start, (min(times) // 3600) * 3600)
+    hi = min(end, -(-(max(times) + width) // 3600) * 3600)
+    return (lo, hi) if hi > lo else (start, end)
 
 
 class _NoBar:

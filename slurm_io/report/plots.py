@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 from matplotlib import dates as mdates
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 DPI = 100
 OTHER_COLOUR = "#c8c8c8"
@@ -52,13 +53,13 @@ def _empty(ax: Any, text: str = "no data") -> None:
 
 
 # -- LASSi risk --------------------------------------------------------------------------------
-def risk(path: Path, day_start: float, fs_hours: Sequence[dict[str, Any]],
+def risk(path: Path, span: tuple[float, float], fs_hours: Sequence[dict[str, Any]],
          job_hours: Sequence[dict[str, Any]], *, top_n: int = 6) -> Path:
     """Per filesystem: OSS and MDS risk per hour. Bars: the jobs' risks stacked (the day's
     riskiest jobs in colour, the others grey, the top job of each hour named above its bar);
     black line: the risk of the filesystem as a whole (right axis)."""
     fss = sorted({r["fs"] for r in fs_hours} | {r["fs"] for r in job_hours}) or ["-"]
-    fig = Figure(figsize=(12, 3.6 * 2 * len(fss)), layout="constrained")
+    fig = Figure(figsize=(13, 3.6 * 2 * len(fss)), layout="constrained")
     axes = fig.subplots(2 * len(fss), 1, squeeze=False)[:, 0]
     width = 3600 / 86400 * 0.8  # bar width in days (matplotlib date units)
     for i, fs in enumerate(fss):
@@ -98,8 +99,9 @@ def risk(path: Path, day_start: float, fs_hours: Sequence[dict[str, Any]],
             if hours:
                 ax.set_ylim(0, max(bottoms.values()) * 1.35)
             ax.set_ylabel(f"jobs' {key}\n(sum of positive risks)")
-            ax.set_title(f"{fs}: {label} per hour (risk > 0: above a x the usual)",
-                         loc="left", fontsize=11)
+            ax.set_title(f"{fs}: {label} per hour (bars: the jobs' risks, stacked; black "
+                         "line: the filesystem as a whole; > 0: more than a times the usual)",
+                         loc="left", fontsize=10)
             fh = sorted((r for r in fs_hours if r["fs"] == fs), key=lambda r: r["hour"])
             ax2 = ax.twinx()
             if fh:
@@ -107,21 +109,22 @@ def risk(path: Path, day_start: float, fs_hours: Sequence[dict[str, Any]],
                          color="black", marker="o", markersize=3, linewidth=1.5,
                          label=f"filesystem {key}")
                 ax2.set_ylim(0, max(1.0, max(r[key] for r in fh)) * 1.2)
-            ax2.set_ylabel(f"filesystem {key}\n(black line)")
-            _time_axis(ax, day_start, day_start + 86400)
+            ax2.set_ylabel(f"filesystem {key}")
+            _time_axis(ax, *span)
             if not jh and not fh:
                 _empty(ax)
             handles, labels = ax.get_legend_handles_labels()
             h2, l2 = ax2.get_legend_handles_labels()
             if handles or h2:
-                ax.legend(handles + h2, labels + l2, loc="upper left", fontsize=8, ncol=2,
-                          framealpha=0.9)
+                ax.legend(handles + h2, labels + l2, loc="upper left", fontsize=8,
+                          bbox_to_anchor=(1.07, 1.0), borderaxespad=0, frameon=False,
+                          title="riskiest jobs of the day", title_fontsize=8)
     axes[-1].set_xlabel("hour (UTC)")
     return _save(fig, path)
 
 
 # -- request quality ---------------------------------------------------------------------------
-def quality(path: Path, day_start: float, fs_hours: Sequence[dict[str, Any]],
+def quality(path: Path, span: tuple[float, float], fs_hours: Sequence[dict[str, Any]],
             job_hours: Sequence[dict[str, Any]]) -> Path:
     """read_kb_ops and write_kb_ops per hour: the filesystem's (lines) and each job's (dots)."""
     fig = Figure(figsize=(12, 6.5), layout="constrained")
@@ -148,7 +151,7 @@ def quality(path: Path, day_start: float, fs_hours: Sequence[dict[str, Any]],
         ax.set_ylabel(f"{key}\n(requests per MiB)")
         ax.set_title(f"{kind} quality: {kind}_ops x 1024 / {kind}_kb (lower is better)",
                      loc="left", fontsize=11)
-        _time_axis(ax, day_start, day_start + 86400)
+        _time_axis(ax, *span)
         if not jh:
             _empty(ax)
         else:
@@ -158,7 +161,7 @@ def quality(path: Path, day_start: float, fs_hours: Sequence[dict[str, Any]],
 
 
 # -- aggregate rates ---------------------------------------------------------------------------
-def rates(path: Path, day_start: float, width: float, series: Sequence[dict[str, Any]]
+def rates(path: Path, span: tuple[float, float], width: float, series: Sequence[dict[str, Any]]
           ) -> Path:
     """Aggregate read and write MB/s and metadata ops/s per collector interval, per fs.
 
@@ -182,7 +185,7 @@ def rates(path: Path, day_start: float, width: float, series: Sequence[dict[str,
     axes[1].set_ylabel("operations/s")
     axes[1].set_title("aggregate metadata rate (MDT operations)", loc="left", fontsize=11)
     for ax in axes:
-        _time_axis(ax, day_start, day_start + 86400)
+        _time_axis(ax, *span)
         ax.set_ylim(bottom=0)
         if fss:
             ax.legend(loc="upper left", fontsize=8)
@@ -202,7 +205,7 @@ def _rate_label(v: float, unit: str) -> str:
     return f"{v:g}" if v >= 1 else f"1/{1 / v:g}"
 
 
-def heatmap(path: Path, day_start: float, width: float, base: float,
+def heatmap(path: Path, span: tuple[float, float], width: float, base: float,
             counts: dict[str, dict[tuple[int, int], int]]) -> Path:
     """Per metric (write, read, metadata): how many series (jobs, and users/hosts outside
     jobs) had a rate in [base^k, base^(k+1)) in each interval; colour = count (log)."""
@@ -210,14 +213,14 @@ def heatmap(path: Path, day_start: float, width: float, base: float,
               ("meta", "metadata rate", "ops/s"))
     fig = Figure(figsize=(12, 10), layout="constrained")
     axes = fig.subplots(3, 1, sharex=True)
-    n_buckets = round(86400 / width)
-    b0 = int(day_start // width)
+    n_buckets = max(1, round((span[1] - span[0]) / width))
+    b0 = int(span[0] // width)
     for ax, (key, title, unit) in zip(axes, panels, strict=True):
         c = counts.get(key, {})
         if not c:
             _empty(ax)
             ax.set_title(f"{title}: no data", loc="left", fontsize=11)
-            _time_axis(ax, day_start, day_start + 86400)
+            _time_axis(ax, *span)
             continue
         ks = [k for _, k in c]
         k0, k1 = min(ks), max(ks)
@@ -226,7 +229,7 @@ def heatmap(path: Path, day_start: float, width: float, base: float,
             col = b - b0
             if 0 <= col < n_buckets:
                 grid[k - k0][col] = n
-        xs = [_dt(day_start + i * width) for i in range(n_buckets + 1)]
+        xs = [_dt(b0 * width + i * width) for i in range(n_buckets + 1)]
         ys = [base ** k for k in range(k0, k1 + 2)]
         mesh = ax.pcolormesh(xs, ys, grid, cmap="viridis", shading="flat",
                              norm=LogNorm(vmin=1, vmax=max(1, max(c.values()))))
@@ -238,9 +241,12 @@ def heatmap(path: Path, day_start: float, width: float, base: float,
         ax.set_ylabel(unit)
         ax.set_title(f"{title}: series per log bin [{base:g}^k, {base:g}^(k+1)) per "
                      f"{width:.0f} s interval", loc="left", fontsize=11)
-        _time_axis(ax, day_start, day_start + 86400)
+        _time_axis(ax, *span)
         ax.grid(False)
-        fig.colorbar(mesh, ax=ax, label="series (jobs, users, hosts)", pad=0.01)
+        bar = fig.colorbar(mesh, ax=ax, label="series (jobs, users, hosts)", pad=0.01)
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        bar.ax.yaxis.set_minor_formatter(FuncFormatter(
+            lambda v, _p: f"{v:g}" if str(v)[0] in "25" else ""))
     axes[-1].set_xlabel("time (UTC)")
     return _save(fig, path)
 
@@ -264,7 +270,8 @@ def slowdown(path: Path, title: str, jobs: Sequence[dict[str, Any]]) -> Path:
         ax.set_xlabel(f"mean filesystem {key[3:]} during the run")
         ax.grid(True, color="#e6e6e6")
         ax.set_axisbelow(True)
-        ax.set_xlim(left=min([0.0, *[j[key] for j in pts]]) - 0.05)
+        top = max([1.0, *[j[key] for j in pts]]) * 1.15  # risks are >= 0
+        ax.set_xlim(-0.03 * top, top)
     axes[0].set_ylabel("run time (minutes)")
     axes[0].set_ylim(bottom=0)
     fig.suptitle(title, fontsize=11)

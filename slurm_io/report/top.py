@@ -23,12 +23,13 @@ from typing import Any
 import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
+from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
 
 SORT_KEYS = {"write": "write_bytes", "read": "read_bytes", "meta": "meta_ops", "reqs": "reqs"}
 _META_SQL = " + ".join(f"coalesce(d.op_{op}, 0)" for op in sorted(METADATA_OPS))
 WINDOW = 0.9  # of the collector interval (see the module doc)
-MB = 1 << 20
+MB = 1_000_000  # like the daily plots (and lltop's columns, in SI units)
 
 # The main query: one row per (job, id class, uid, host[, interval of `:uid:host`, exe]).
 TOP_SQL = (
@@ -95,9 +96,10 @@ def _filters(fs: str | None, kind: str | None) -> tuple[str, dict[str, Any]]:
 
 def latest(conn: psycopg.Connection, at: float, *, fs: str | None = None,
            kind: str | None = None) -> float | None:
-    """The newest ts_end at or before `at` (looking back an hour, a day, then 35 days)."""
+    """The newest ts_end at or before `at` (looking back 10 minutes, an hour, a day, then
+    35 days: the BRIN index serves the short look-backs)."""
     sql, args = _filters(fs, kind)
-    for back in (3600.0, 86400.0, 35 * 86400.0):
+    for back in (600.0, 3600.0, 86400.0, 35 * 86400.0):
         row = conn.execute(LATEST_SQL.format(filters=sql),
                            {**args, "lo": _ts(at - back), "hi": _ts(at)}).fetchone()
         if row and row[0] is not None:
@@ -132,6 +134,7 @@ def top(conn: psycopg.Connection, *, at: float | None = None, interval: float = 
         return empty
     lo = hi - WINDOW * interval
     sql, args = _filters(fs, kind)
+    no_jit(conn)
     rows = conn.execute(TOP_SQL.format(filters=sql),
                         {**args, "lo": _ts(lo), "hi": _ts(hi)}).fetchall()
     jobs: dict[int, Row] = {}
@@ -191,7 +194,7 @@ def top(conn: psycopg.Connection, *, at: float | None = None, interval: float = 
                 row = users.setdefault(uid, Row("user", uid, "(no job)", ""))
                 row.add(w, r, m, q, 1.0 - min(1.0, given))
                 row.hosts.add(host_id)
-    names = _describe(conn, jobs, job_uid, users, hosts)
+    _describe(conn, jobs, job_uid, users, hosts)
     out: list[Row] = [*jobs.values(), *users.values(), *hosts.values()]
     if nobody.write_bytes or nobody.read_bytes or nobody.meta_ops or nobody.reqs:
         out.append(nobody)
@@ -199,13 +202,12 @@ def top(conn: psycopg.Connection, *, at: float | None = None, interval: float = 
         out = [x for x in out if x.user == user]
     key = SORT_KEYS[sort]
     out.sort(key=lambda x: (-getattr(x, key), -(x.write_bytes + x.read_bytes), x.label))
-    _ = names
     return Top(hi, lo, out[:limit] if limit else out, total, len(jobs),
                len(users) + len(hosts), fs, kind)
 
 
 def _describe(conn: psycopg.Connection, jobs: dict[int, Row], job_uid: dict[int, int | None],
-              users: dict[int | None, Row], hosts: dict[int, Row]) -> dict[int, str]:
+              users: dict[int | None, Row], hosts: dict[int, Row]) -> None:
     """Fill in display ids, user names, node counts, work dirs and host names."""
     names: dict[int, str] = {}
     if jobs:
@@ -235,7 +237,6 @@ def _describe(conn: psycopg.Connection, jobs: dict[int, Row], job_uid: dict[int,
                                    (ids,)).fetchall()) if ids else {}
     for host_id, row in hosts.items():
         row.user = host_names.get(host_id, f"host {host_id}")
-    return names
 
 
 # -- rendering ---------------------------------------------------------------------------------
@@ -260,12 +261,12 @@ def render(t: Top, *, width: int | None = None) -> str:
             f"{len(tot.hosts)} nodes")
     rates = (f"  total: write {tot.write_bytes / MB / secs:.1f} MB/s, read "
              f"{tot.read_bytes / MB / secs:.1f} MB/s, {tot.meta_ops / secs:.0f} metadata ops/s, "
-             f"{tot.reqs / secs:.0f} requests/s   (MB = 2^20 bytes in the interval)")
+             f"{tot.reqs / secs:.0f} requests/s   (MB = 10^6 bytes, moved in the interval)")
     lines = [head, rates, "",
              f"{HEADER[0]:<14}{HEADER[1]:<12}{HEADER[2]:>10}{HEADER[3]:>10}{HEADER[4]:>10}"
              f"{HEADER[5]:>10}{HEADER[6]:>7}  {HEADER[7]}"]
     for r in t.rows:
-        nodes = r.nodes if r.nodes is not None else len(r.hosts)
+        nodes = r.nodes if r.nodes is not None else (len(r.hosts) or "-")
         lines.append(f"{r.label[:13]:<14}{r.user[:11]:<12}{_fmt_mb(r.write_bytes):>10}"
                      f"{_fmt_mb(r.read_bytes):>10}{r.meta_ops:>10.0f}{r.reqs:>10.0f}"
                      f"{nodes:>7}  {r.work_dir or '-'}")

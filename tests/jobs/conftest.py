@@ -38,5 +38,5 @@ def submitted_jobs(slurm_cluster: SlurmCluster) -> SubmittedJobs:
     }
     c.wait_running(ids["cancel"])
     c.cancel("bob", ids["cancel"])
-    lines = c.wait_finished(ids.values())
+    lines = c.wait_finished(ids.values(), since=t0 - 60)
     return SubmittedJobs(ids=ids, submitted_at=t0, sacct=lines)
