@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.message import Message
 from email.utils import formatdate, getaddresses, parseaddr
 from pathlib import Path
@@ -94,8 +94,7 @@ class ReporterSettings:
                 sweep_hours=cfg.report_sweep_hours, max_attempts=cfg.report_max_attempts,
                 retry_base=cfg.report_retry_base, resolution=cfg.interval, sender=sender,
                 message_id_domain=domain, lease=2 * cfg.mail_timeout + 120)
-        return s.__class__(**{**s.__dict__, **{k: v for k, v in overrides.items()
-                                              if v is not None}})
+        return replace(s, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def smtp_settings(cfg: Config) -> SmtpSettings:

@@ -236,3 +236,23 @@ def test_the_hook_reads_the_config_as_slurm_io_config_does(tmp_path, monkeypatch
     assert hook._Settings().dsn == config.load().dsn == "host=/elsewhere"
     cfg.write_text("[hook]\ndb_timeout = 'soon'\n")
     assert not hook._Settings().config_ok
+
+
+def test_the_hook_needs_only_the_collector_role_and_users_cannot_read_the_queue(db_dsn):
+    """The hook logs in as a plain jobio_collector member (no BYPASSRLS, no ownership);
+    report_queue is bookkeeping: invisible to jobio_user roles."""
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        for role, group in (("notify_test_hook", "jobio_collector"),
+                            ("notify_test_user", "jobio_user")):
+            conn.execute(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
+                         f"'{role}') THEN CREATE ROLE {role} IN ROLE {group}; END IF; END $$")
+    with psycopg.connect(db_dsn) as conn:
+        conn.execute("SET ROLE notify_test_hook")
+        assert hookspool.store_request(conn, hook_env(9101), time.time(), source="hook") == 9101
+        assert conn.execute("SELECT state FROM report_queue WHERE job = 9101").fetchone() == (
+            "queued",)
+        conn.execute("RESET ROLE")
+        conn.commit()
+        conn.execute("SET ROLE notify_test_user")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT * FROM report_queue")
