@@ -30,6 +30,7 @@ from slurm_io.cli import main
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool
 from slurm_io.notify.reporter import SacctJobsSource
+from slurm_io.report.counters import human_bytes
 from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
@@ -45,7 +46,6 @@ pytestmark = [
 REPO = Path(__file__).resolve().parents[2]
 HOOK = REPO / "epilog" / "jobio-epilog"
 DOMAIN = "lab.example"
-PLAIN_BUILDER = "slurm_io.notify.plain:PlainMailBuilder"
 
 
 def _as_slurm(argv: list[str], env: dict[str, str] | None = None) -> bool:
@@ -98,7 +98,7 @@ class MailLab:
             f"dsn = {make_conninfo(self.dsn, user='slurm')!r}\n"
             f"[hook]\nspool_dir = {str(self.spool)!r}\ndb_timeout = 10\n"
             f"[mail]\nhost = '127.0.0.1'\nport = {port}\ndomain = {DOMAIN!r}\n"
-            f"from = 'jobio@{DOMAIN}'\n")
+            f"from = 'jobio@{DOMAIN}'\npolicy = 'all'\n")
         os.chmod(self.config, 0o644)
         python, pythonpath = hook_python()
         self.wrapper = etc / "jobio-epilog-timed"
@@ -193,7 +193,8 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
     lab, c = mail_lab
     monkeypatch.setenv("SLURM_CONF", c.env["SLURM_CONF"])
     monkeypatch.setenv("SLURM_IO_CONFIG", str(lab.config))
-    monkeypatch.setenv("SLURM_IO_MAIL_BUILDER", PLAIN_BUILDER)
+    # the product's own mail (slurm_io.mail.builder), every job mailed (policy all)
+    monkeypatch.delenv("SLURM_IO_MAIL_BUILDER", raising=False)
 
     # -- the database up ---------------------------------------------------------------------
     submitted = {
@@ -240,7 +241,14 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
     with psycopg.connect(lab.dsn) as conn:
         stored = dict(conn.execute("SELECT job, (totals->>'write_bytes')::bigint FROM job_io "
                                    "WHERE job = ANY(%s)", (ran,)).fetchall())
-    assert stored == {j: expected[j].write_bytes for j in ran}  # the mails' figures
+    assert stored == {j: expected[j].write_bytes for j in ran}
+    for j in ran:  # the mails' figures: both parts show what was generated for the job
+        msg = by_job[j][0].message
+        text = msg.get_body(("plain",)).get_content()
+        html = msg.get_body(("html",)).get_content()
+        written = human_bytes(expected[j].write_bytes)
+        assert written in text and written in html, (j, written)
+        assert msg.get_content_type() == "multipart/alternative"
     up = [runs[j][1] for j in ran]
 
     # -- the database down ---------------------------------------------------------------------
