@@ -213,7 +213,7 @@ def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
     """Read Lustre job_stats, compute per-interval deltas, store them in PostgreSQL."""
     from slurm_io.collect import daemon
     from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
-    from slurm_io.store import db, migrate
+    from slurm_io.store import db
     from slurm_io.store.spool import Spool
 
     cfg = cfg.with_overrides(command=command, interval=interval, collector_name=collector_name,
@@ -222,17 +222,7 @@ def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
                              system_uids=system_uids or None)
     grammar = JobIdGrammar.from_config(cfg.jobid_formats, cfg.system_uid_max, cfg.system_uids)
     spool = Spool(cfg.spool)
-    upgraded = False
-
-    def factory() -> Any:
-        nonlocal upgraded
-        conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
-        if not upgraded:
-            migrate.upgrade(conn)
-            upgraded = True
-        return conn
-
-    link = daemon.DatabaseLink(factory)
+    link = daemon.DatabaseLink(db.upgrading_factory(cfg.dsn, state_dir=cfg.state_dir))
     stop = daemon.StopFlag()
     stop.install()
     if from_dir is not None:

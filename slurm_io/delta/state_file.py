@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from slurm_io.delta.engine import State, TargetState
+from slurm_io.fsutil import fsync_dir
 from slurm_io.model import ByteStats, Entry
 
 FORMAT_VERSION = 3
@@ -107,8 +108,4 @@ def save(path: Path, state: CollectorState, encoder: Encoder | None = None) -> N
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    fsync_dir(path.parent)

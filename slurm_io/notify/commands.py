@@ -75,18 +75,9 @@ def report_daemon_cmd(cfg: Config, once: bool, interval: float | None,
         sys.exit(1 if st["failed_last_day"] or stuck else 0)
     settings = rep.ReporterSettings.from_config(cfg, sacct=sacct_path)
     builder = load_builder(cfg)
-    upgraded = False
+    from slurm_io.store import db
 
-    def connect() -> Any:
-        nonlocal upgraded
-        from slurm_io.store import db, migrate
-
-        conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
-        if not upgraded:
-            migrate.upgrade(conn)
-            upgraded = True
-        return conn
-
+    connect = db.upgrading_factory(cfg.dsn, state_dir=cfg.state_dir)
     reporter = rep.Reporter(connect, builder, rep.smtp_settings(cfg), settings)
     if once:
         import psycopg

@@ -23,6 +23,8 @@ import json
 import os
 from typing import Any, NamedTuple
 
+from slurm_io.fsutil import fsync_dir
+
 SUFFIX = ".json"
 BAD_SUFFIX = ".bad"
 LOCK_NAME = ".drain.lock"
@@ -35,13 +37,6 @@ def _logger() -> Any:
 
     return logging.getLogger(__name__)
 
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_request(spool_dir: str, job: int, env: dict[str, str], *, hook_time: float,
@@ -63,7 +58,7 @@ def write_request(spool_dir: str, job: int, env: dict[str, str], *, hook_time: f
     finally:
         os.close(fd)
     os.rename(tmp, path)
-    _fsync_dir(spool_dir)
+    fsync_dir(spool_dir)
     return path
 
 

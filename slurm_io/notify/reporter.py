@@ -42,6 +42,7 @@ import psycopg
 
 from slurm_io.attribute.sql import attribute_job, data_complete_until, find_jobs, store_job_io
 from slurm_io.config import Config
+from slurm_io.fsutil import pid_alive
 from slurm_io.jobs.source import DEFAULT_SACCT, SacctSource, SourceError
 from slurm_io.jobs.store import upsert_job_counts
 from slurm_io.jobs.uids import fill_uids
@@ -143,13 +144,7 @@ def claimer_alive(claimed_by: str) -> bool | None:
     pid = int(pid_text)
     if pid == os.getpid():
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 class Reporter:

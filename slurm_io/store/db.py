@@ -8,6 +8,7 @@ one `--dsn` / `SLURM_IO_DSN` away.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -47,3 +48,22 @@ def connect(
     return psycopg.connect(
         dsn, autocommit=autocommit, fallback_application_name=APPLICATION_NAME
     )
+
+
+def upgrading_factory(dsn: str | None, *, state_dir: Path | None = None
+                      ) -> Callable[[], psycopg.Connection]:
+    """A connection factory for daemons: the schema is brought up to date on the first
+    connection only (reconnects after an outage skip it)."""
+    from slurm_io.store import migrate
+
+    upgraded = False
+
+    def factory() -> psycopg.Connection:
+        nonlocal upgraded
+        conn = connect(dsn, state_dir=state_dir)
+        if not upgraded:
+            migrate.upgrade(conn)
+            upgraded = True
+        return conn
+
+    return factory

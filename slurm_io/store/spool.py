@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psycopg
 
+from slurm_io.fsutil import fsync_dir, pid_alive
 from slurm_io.model import Batch
 from slurm_io.store.embedded import EmbeddedPostgresError
 from slurm_io.store.writer import write_batch
@@ -42,13 +43,6 @@ def _parse_name(name: str) -> tuple[str, int] | None:
         return None
     return collector, int(seq)
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Spool:
@@ -90,7 +84,7 @@ class Spool:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         # the batch just written is usually flushed right away: keep it so that the flush
         # does not unpickle what is still in memory (the file is the durable copy)
         self._last = (path, batch)
@@ -143,7 +137,7 @@ class Spool:
                 removed += 1
         self._remove_dead_temps()
         if removed:
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         return removed
 
     def _remove_dead_temps(self) -> None:
@@ -151,7 +145,7 @@ class Spool:
             if not (entry.name.startswith(".") and entry.name.endswith(_TMP_SUFFIX)):
                 continue
             pid_text = entry.name[: -len(_TMP_SUFFIX)].rpartition(".")[2]
-            if pid_text.isdigit() and _alive(int(pid_text)):
+            if pid_text.isdigit() and pid_alive(int(pid_text)):
                 continue
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
@@ -212,12 +206,3 @@ class Spool:
             os.replace(path, target)
         log.error("unreadable spool file %s moved to %s: %s", path.name, target.name, exc)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
