@@ -32,16 +32,18 @@ UNKNOWN_TARGET = "unknown"
 
 # One branch for an entry's id line together with its time lines, one for a counter line.
 # Byte counters keep the rest of their line (parsed by _BYTES_REST, two per entry).
+_T = r"(\d+(?:\.\d+)?)(?: secs\.nsecs)? *"
 _FAST = re.compile(
-    r"\n(?:(- job_id:[^\n]*(?:\n *\w+_time *:[^\n]*)*)"
+    r"\n(?:(- job_id:[^\n]*)"
+    r"(?:\n *snapshot_time *: *" + _T + r")?(?:\n *start_time *: *" + _T + r")?"
+    r"(?:\n *elapsed_time *: *" + _T + r")?(?=\n|$)"
     r"| +(\w+): +\{ samples: +(\d+),( unit: +(?:bytes|reqs), min:[^\n]*)?)"
 )
 _BYTES_REST = re.compile(
     r" unit: +\w+, min: *(\d+), max: *(\d+), sum: *(\d+)(?:, sumsq: *(\d+))?"
     r"(?:, hist: (\{[^}]*\}))? \}$"
 )
-_FAST_TIMES = re.compile(r"\n *(\w+_time) *: *(\d+(?:\.\d+)?)(?: secs\.nsecs)? *(?=\n|$)")
-_COL_ID, _COL_NAME, _COL_SAMPLES, _COL_REST = (itemgetter(i) for i in (0, 1, 2, 3))
+_COL_ID, _COL_NAME, _COL_SAMPLES, _COL_REST = (itemgetter(i) for i in (0, 4, 5, 6))
 _HEADER = re.compile(r"([A-Za-z0-9_.\-]+)\.job_stats=(.*)")
 _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
 _HIST_ITEM = re.compile(r"([^\s:,{}]+)\s*:\s*(\d+)")
@@ -249,62 +251,58 @@ class Parser:
         starts = list(compress(range(n), map(_COL_ID, rows)))
         if not starts or starts[0] != 0:
             return False
-        n_time_lines = 0
+        n_time_lines = n_hists = 0
         starts.append(n)
         target = self._target
         out: list[Entry] = []
         layouts = self._layouts
+        last_nm: tuple[str, ...] = ()
+        last_lay: tuple[tuple[str, ...], tuple[int, ...]] = ((), ())
         for e in range(len(starts) - 1):
             a, b = starts[e], starts[e + 1]
-            hdr = rows[a][0]
-            snap = start_t = None
-            nl = hdr.find("\n")
-            if nl >= 0:
-                raw = hdr[9:nl].strip()
-                times = _FAST_TIMES.findall(hdr, nl)
-                n_lines = hdr.count("\n")
-                if len(times) != n_lines:
-                    return False
-                n_time_lines += n_lines
-                for tn, tv in times:
-                    if tn == "snapshot_time":
-                        snap = float(tv)
-                    elif tn == "start_time":
-                        start_t = float(tv)
-            else:
-                raw = hdr[9:].strip()
+            hdr, snap_s, start_s, elapsed_s = rows[a][:4]
+            n_time_lines += (snap_s != "") + (start_s != "") + (elapsed_s != "")
+            raw = hdr[9:].strip()
             rws = rows[a + 1 : b]
             if not rws:
                 return False  # an entry without counters: truncated or interleaved
             nm = tuple(map(_COL_NAME, rws))
-            lay = layouts.get(nm)
-            if lay is None:
-                if "" in nm:
-                    return False
-                bidx = tuple(i for i, x in enumerate(nm) if x.endswith("_bytes"))
-                lay = layouts.setdefault(nm, (nm, bidx))
+            if nm == last_nm:
+                lay = last_lay
+            else:
+                lay = layouts.get(nm)
+                if lay is None:
+                    if "" in nm:
+                        return False
+                    bidx = tuple(i for i, x in enumerate(nm) if x.endswith("_bytes"))
+                    lay = layouts.setdefault(nm, (nm, bidx))
+                last_nm, last_lay = nm, lay
             nm, bidx = lay
             stats: dict[str, ByteStats] = {}
             for i in bidx:
-                _, name, smp, rest = rws[i]
-                m = _BYTES_REST.match(rest)
+                row = rws[i]
+                m = _BYTES_REST.match(row[6])
                 if m is None:
                     return False
                 mn, mx, sm, sq, h = m.groups()
-                stats[name] = ByteStats(
-                    int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None,
+                if h:
+                    n_hists += 1
+                stats[row[4]] = ByteStats(
+                    int(row[5]), int(mn), int(mx), int(sm), int(sq) if sq else None,
                     _hist(h) if h else None,
                 )
             out.append(
-                Entry(target, raw, decode_job_id(raw), snap, start_t, nm,
+                Entry(target, raw, decode_job_id(raw), float(snap_s) if snap_s else None,
+                      float(start_s) if start_s else None, nm,
                       tuple(map(int, map(_COL_SAMPLES, rws))), stats,
                       digests[e] if digests is not None else 0)
             )
         # every line must have been taken by exactly one branch and every counter line must
-        # be complete (a cut line still matches the branch's prefix), else the robust path
+        # be complete (a cut line still matches the branch's prefix: its closing brace is
+        # missing), else the robust path decides
         if n + n_time_lines != chunk.count("\n"):
             return False
-        if n - len(starts) + 1 != chunk.count("}\n") + chunk.endswith("}"):
+        if n - len(out) + n_hists != chunk.count("}"):
             return False
         if digests is not None and len(digests) != len(out):
             return False
