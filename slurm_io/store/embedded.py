@@ -422,16 +422,7 @@ class EmbeddedPostgres:
             "log_rotation_size": "0",
         }
         text = "".join(f"{k} = {v}\n" for k, v in settings.items())
-        path = self.data_dir / "slurm_io.conf"
-        if path.exists() and path.read_text(encoding="utf-8") == text:
-            return
-        tmp = path.with_suffix(".conf.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        if account is not None:
-            os.chown(tmp, account.uid, account.gid)
-        os.replace(tmp, path)
+        _write_owned(self.data_dir / "slurm_io.conf", text, account)
 
     def _auth_files(self, account: _Account | None) -> dict[str, str]:
         """The pg_hba.conf and pg_ident.conf this module keeps in the data directory."""
@@ -467,17 +458,7 @@ class EmbeddedPostgres:
         changed = False
         for name, text in self._auth_files(account).items():
             path = self.data_dir / name
-            with contextlib.suppress(OSError):
-                if path.read_text(encoding="utf-8") == text:
-                    continue
-            tmp = path.with_name(name + ".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            if account is not None:
-                os.chown(tmp, account.uid, account.gid)
-            os.replace(tmp, path)
-            changed = True
+            changed |= _write_owned(path, text, account)
         return changed
 
     def _start_or_sync(self, account: _Account | None) -> None:
@@ -592,3 +573,19 @@ class EmbeddedPostgres:
             return ""
         return f"\n--- {logs[-1]} ---\n" + "\n".join(tail)
 
+
+
+def _write_owned(path: Path, text: str, account: _Account | None) -> bool:
+    """Replace a server config file atomically (mode 0600, owned by the server's account);
+    False when it already holds `text`, so that callers reload the server only on change."""
+    with contextlib.suppress(OSError):
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    if account is not None:
+        os.chown(tmp, account.uid, account.gid)
+    os.replace(tmp, path)
+    return True
