@@ -169,3 +169,13 @@ def test_reusing_unchanged_entries_of_the_previous_read_gives_the_same_result(mo
     reused = [e for es in again.targets.values() for e in es
               if e is prev.targets_by_id()[e.target].get(e.raw_id)]
     assert len(reused) == prev.n_entries - 1
+
+
+@pytest.mark.parametrize("text", [samples.V2_10_OST, samples.V2_14_MDT, samples.V2_15_0_OST,
+                                  samples.V2_15_2_OST, samples.V2_16_LCTL])
+def test_well_formed_output_takes_the_fast_path(text, monkeypatch):
+    def robust(*a, **k):
+        raise AssertionError("robust path used for well-formed output")
+
+    monkeypatch.setattr(Parser, "_robust", robust)
+    assert parse(text).n_entries > 0
