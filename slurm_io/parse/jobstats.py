@@ -41,7 +41,7 @@ _FAST = re.compile(
     rb"(?:\nstart_time:(\d+(?:\.\d+)?)(?:secs\.nsecs)?)?"
     rb"(?:\nelapsed_time:(\d+(?:\.\d+)?)(?:secs\.nsecs)?)?(?=\n|$)"
     rb"|(\w+):\{samples:(\d+),(?:unit:(?:bytes|reqs),min:(\d+),max:(\d+),sum:(\d+)"
-    rb"(?:,sumsq:(\d+))?(?:,hist:(\{[^}]*\}))?\})?)"
+    rb"(?:,sumsq:(\d+))?(?:,hist:(\{[^}\n]*\}))?\})?)"
 )
 _SQUEEZE = b" "
 _COL_ID, _COL_NAME, _COL_SAMPLES = (itemgetter(i) for i in (0, 4, 5))
@@ -303,10 +303,12 @@ class Parser:
                     return False  # a byte counter without its statistics: damaged
                 if h:
                     n_hists += 1
+                try:
+                    hist = _hist_bytes(h[1:-1]) if h else None
+                except ValueError:
+                    return False  # a damaged histogram: the robust path reports it
                 stats[nm[i]] = ByteStats(
-                    int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None,
-                    _hist_bytes(h[1:-1]) if h else None,
-                )
+                    int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None, hist)
             raw = ids[e].strip()
             out.append(
                 Entry(target, raw, decode_job_id(raw), float(snap_s) if snap_s else None,

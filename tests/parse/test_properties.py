@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from slurm_io.parse.jobstats import parse, parse_stream
@@ -28,6 +28,7 @@ def test_arbitrary_unicode_never_raises(text):
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, len(ALL)), st.integers(0, 40), st.text(alphabet=ALPHABET, max_size=40))
+@example(4900, 17, "")  # once joined two histogram lines: a damaged hist must not raise
 def test_local_damage_never_raises_and_loses_at_most_nearby_entries(pos, cut, insert):
     damaged = ALL[:pos] + insert + ALL[pos + cut:]
     r = parse(damaged)
