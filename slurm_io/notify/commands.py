@@ -1,6 +1,6 @@
 """The command-line side of the job-end reports: `jobio report-daemon` and `jobio reports`.
 
-Kept here (registered on the `jobio` group by slurm_io/cli.py) so the command module stays
+Kept here (registered on the `jobio` group by slurm_io/cli/mail.py) so the command module stays
 small; imports beyond click happen when a command runs.
 """
 

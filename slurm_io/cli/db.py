@@ -1,0 +1,129 @@
+"""`jobio db ...`: migrations, retention, users and the embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from slurm_io.cli.app import connect_db, main
+from slurm_io.config import Config
+
+
+@main.group("db")
+def db_group() -> None:
+    """Schema migrations, retention and the embedded PostgreSQL."""
+
+
+@db_group.command("upgrade")
+@click.pass_obj
+def db_upgrade(cfg: Config) -> None:
+    """Apply pending migrations from sql/ (idempotent)."""
+    from slurm_io.store import db, migrate
+
+    with db.connect(cfg.dsn, state_dir=cfg.state_dir) as conn:
+        applied = migrate.upgrade(conn)
+        version = migrate.current_version(conn)
+    for name in applied:
+        click.echo(f"applied {name}")
+    click.echo(f"schema at version {version}" + ("" if applied else " (nothing to do)"))
+
+
+@db_group.command("prune")
+@click.option("--older-than", required=True, help="e.g. 90d, 12w, 36h")
+@click.pass_obj
+def db_prune(cfg: Config, older_than: str) -> None:
+    """Drop whole daily partitions older than the given age."""
+    from slurm_io.store import partitions
+
+    seconds = partitions.parse_duration(older_than)
+    with connect_db(cfg) as conn:
+        dropped = partitions.prune(conn, seconds, time.time())
+    for name in dropped:
+        click.echo(f"dropped {name}")
+    click.echo(f"{len(dropped)} partition(s) dropped")
+
+
+def _embedded(cfg: Config) -> Any:
+    from slurm_io.store.embedded import EmbeddedPostgres
+
+    if cfg.dsn:
+        raise click.UsageError("a DSN is configured: the embedded PostgreSQL is not in use")
+    return EmbeddedPostgres(cfg.state_dir)
+
+
+@db_group.command("start")
+@click.pass_obj
+def db_start(cfg: Config) -> None:
+    """Initialise (if needed) and start the embedded PostgreSQL."""
+    click.echo(_embedded(cfg).ensure())
+
+
+@db_group.command("stop")
+@click.pass_obj
+def db_stop(cfg: Config) -> None:
+    """Stop the embedded PostgreSQL."""
+    _embedded(cfg).stop()
+    click.echo("stopped")
+
+
+@db_group.command("status")
+@click.pass_obj
+def db_status(cfg: Config) -> None:
+    """Show the embedded PostgreSQL's state."""
+    for k, v in _embedded(cfg).status().items():
+        click.echo(f"{k}: {v}")
+
+
+@db_group.command("users")
+@click.option("--all-passwd", is_flag=True,
+              help="Every passwd entry with uid >= 1000 (nobody excepted).")
+@click.option("--admin-group", help="Unix group whose members see every job "
+              "(default: privacy.admin_group, slurmio-admin).")
+@click.argument("users", nargs=-1)
+@click.pass_obj
+def db_users(cfg: Config, all_passwd: bool, admin_group: str | None,
+             users: tuple[str, ...]) -> None:
+    """Create database roles for OS users so that they see their own jobs (admin command).
+
+    Each user gets a login role of their name (peer authentication), mapped to their uid;
+    the members of the admin group also see every job, and those who left it no longer do.
+    Without USERS or --all-passwd only the admin group is synchronised. See docs/privacy.md.
+    """
+    from slurm_io.store import accounts
+
+    if all_passwd and users:
+        raise click.UsageError("give USERS or --all-passwd, not both")
+    cfg = cfg.with_overrides(admin_group=admin_group)
+    admins = accounts.group_members(cfg.admin_group)
+    if admins is None:
+        click.echo(f"warning: Unix group {cfg.admin_group!r} does not exist: no admins",
+                   err=True)
+        admins = []
+    if all_passwd:
+        wanted = accounts.passwd_users()
+        unknown: list[str] = []
+    else:
+        wanted, unknown = accounts.resolve_users(users)
+    admin_entries, unknown_admins = accounts.resolve_users(
+        a for a in admins if a not in {name for name, _ in wanted})
+    for name in [*unknown, *unknown_admins]:
+        click.echo(f"warning: no OS account {name!r}: skipped", err=True)
+    with connect_db(cfg) as conn:
+        result = accounts.sync_accounts(conn, [*wanted, *admin_entries], admins)
+    for label, names in (("created role", result.created), ("added to jobio_user", result.added),
+                         ("uid mapped", result.mapped), ("admin granted", result.admins_granted),
+                         ("admin revoked", result.admins_revoked)):
+        for name in names:
+            click.echo(f"{label}: {name}")
+    for name, reason in result.skipped:
+        click.echo(f"skipped {name}: {reason}", err=True)
+    click.echo(f"{len(wanted) + len(admin_entries)} account(s) checked, "
+               f"{len(result.created)} role(s) created")
+    if unknown:
+        sys.exit(1)
+
+
+# -- collector ------------------------------------------------------------------------------

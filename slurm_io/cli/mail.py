@@ -1,0 +1,142 @@
+"""Mail commands: `jobio mail on|off|status`, `jobio report`, the reporter daemon."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from slurm_io.cli.app import JOBID_ARG, connect_db, main
+from slurm_io.config import Config, ConfigError
+from slurm_io.notify import commands as notify_commands
+
+
+@main.group("mail")
+def mail_group() -> None:
+    """Your per-job I/O mails: turn them off or on, see what applies (docs/mail.md)."""
+
+
+def _mail_set(cfg: Config, on: bool, user: str | None) -> None:
+    from psycopg import errors
+
+    from slurm_io.mail import preferences
+
+    with connect_db(cfg) as conn:
+        try:
+            uid = preferences.resolve_uid(conn, user)
+            preferences.set_enabled(conn, uid, on)
+        except preferences.NoUidError as e:
+            raise click.ClickException(str(e)) from e
+        except errors.InsufficientPrivilege as e:
+            raise click.ClickException(
+                "the database refused: you may change your own choice only, and your "
+                "database role needs a uid (an administrator runs `jobio db users "
+                f"YOURNAME`) [{e.diag.message_primary}]") from e
+    click.echo(f"I/O mails {'on' if on else 'off'} for uid {uid}"
+               + ("" if on else "; `jobio mail on` brings them back"))
+
+
+@mail_group.command("off")
+@click.option("--user", help="Another user's choice (administrators, the database owner).")
+@click.pass_obj
+def mail_off(cfg: Config, user: str | None) -> None:
+    """Stop the I/O mails of your jobs."""
+    _mail_set(cfg, False, user)
+
+
+@mail_group.command("on")
+@click.option("--user", help="Another user's choice (administrators, the database owner).")
+@click.pass_obj
+def mail_on(cfg: Config, user: str | None) -> None:
+    """Get the I/O mails of your jobs again (as the site policy sends them)."""
+    _mail_set(cfg, True, user)
+
+
+@mail_group.command("status")
+@click.option("--user", help="Another user (administrators).")
+@click.pass_obj
+def mail_status(cfg: Config, user: str | None) -> None:
+    """Whether your jobs get I/O mails, and the site's policy."""
+    import pwd
+
+    from slurm_io.mail import preferences
+    from slurm_io.mail.builder import MailSettings
+    from slurm_io.mail.recipients import apply_rule
+    from slurm_io.report.counters import human_bytes
+
+    try:
+        s = MailSettings.from_config(cfg)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    with connect_db(cfg) as conn:
+        try:
+            uid = preferences.resolve_uid(conn, user)
+        except preferences.NoUidError as e:
+            raise click.ClickException(str(e)) from e
+        pref = preferences.get(conn, uid)
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = str(uid)
+    policy = {"all": "every job", "off": "no job (mails are off for everyone)",
+              "mail_type_end": "jobs submitted with --mail-type=END or ALL",
+              "above_size": f"jobs that read and wrote {human_bytes(s.min_bytes)} or more"}
+    if pref.enabled is None:
+        choice = "not set: the site policy applies"
+    else:
+        when = pref.changed_at.strftime("%Y-%m-%d %H:%M") if pref.changed_at else "?"
+        choice = f"{'on' if pref.enabled else 'off'} (since {when})"
+    click.echo(f"user:    {name} (uid {uid})")
+    click.echo(f"mails:   {choice}")
+    click.echo(f"policy:  {s.policy}: {policy.get(s.policy, s.policy)}")
+    click.echo(f"address: {apply_rule(name, domain=s.domain, address=s.address, uid=uid)}"
+               " (a job's --mail-user goes first)")
+
+
+@main.command("report")
+@click.argument("jobid")
+@click.option("--eml", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the whole mail (multipart, opens in a mail client) to FILE.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the mail's HTML part (opens in a browser) to FILE.")
+@click.pass_obj
+def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None) -> None:
+    """A job's I/O mail, mailed or not: its text on the terminal, or --eml/--html files.
+
+    The report the site mails at a job's end (figures, timeline, I/O quality, advice); see
+    docs/mail.md. Users see their own jobs only.
+    """
+    from slurm_io.attribute.sql import find_jobs
+    from slurm_io.mail.builder import MailBuilder, text_part
+    from slurm_io.mail.outbox import write_message
+
+    if not JOBID_ARG.match(jobid):
+        raise click.UsageError(f"not a job id: {jobid!r}")
+    try:
+        builder = MailBuilder(cfg)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    with connect_db(cfg, upgrade=False) as conn:
+        infos = find_jobs(conn, jobid)
+        if len(infos) > 1 and (eml or html_file):
+            raise click.UsageError(f"{jobid} is an array of {len(infos)} jobs: name one task "
+                                   f"(e.g. {infos[0].jobid}) to write files")
+        messages = [builder.render(conn, info) for info in infos]
+    if not messages:
+        raise click.ClickException(f"job {jobid}: no such job (or not yours)")
+    if eml or html_file:
+        write_message(messages[0], eml, html_file)
+        for path in (eml, html_file):
+            if path is not None:
+                click.echo(f"wrote {path}")
+        return
+    click.echo("\n\n".join(f"Subject: {m['Subject']}\n\n{text_part(m).rstrip()}"
+                           for m in messages))
+
+
+# -- job-end reports (slurm_io/notify/commands.py, docs/hook.md) ----------------------------
+main.add_command(notify_commands.report_daemon_cmd)
+main.add_command(notify_commands.reports_cmd)
+
+
+# -- filesystem views: top, LASSi, daily report, slowdown (docs/views.md) ---------------------

@@ -1,0 +1,313 @@
+"""The reading commands: show, usage, attribute, top, lassi, daily, slowdown."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from slurm_io.cli.app import JOBID_ARG, connect_db, main, parse_time_arg
+from slurm_io.config import Config
+
+
+@main.command("usage")
+@click.option("-S", "--starttime", help="Start (sacct-like: 2026-11-20T08:00, now-1day, ...).")
+@click.option("-E", "--endtime", help="End (default now).")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--attribution", is_flag=True,
+              help="Also split the load into jobs, recovered, users, hosts and nobody.")
+@click.pass_obj
+def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool,
+          attribution: bool) -> None:
+    """Totals per counter over a time range, by id class and by filesystem."""
+    from slurm_io.report import unattributed
+    from slurm_io.report import usage as usage_view
+
+    now = time.time()
+    end = parse_time_arg(endtime, now)
+    start = parse_time_arg(starttime, end - 86400)
+    with connect_db(cfg) as conn:
+        result = usage_view.usage(conn, start, end)
+        if attribution:
+            result["attribution"] = unattributed.split(conn, start, end, now=now)
+    if as_json:
+        click.echo(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        click.echo(usage_view.render_table(result))
+        if attribution:
+            click.echo("")
+            click.echo(unattributed.render(result["attribution"]))
+
+
+@main.command("show")
+@click.argument("jobids", nargs=-1)
+@click.option("-u", "--user", help="Jobs of this user (with -S/-E; default: the last day).")
+@click.option("-S", "--starttime", help="With -u: jobs running after this time.")
+@click.option("-E", "--endtime", help="With -u: jobs running before this time (default now).")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list, every counter by name.")
+@click.option("-P", "--parsable2", "parsable", is_flag=True, help="`|`-separated, like sacct.")
+@click.option("-o", "--format", "fmt", help="Fields for -P (sacct names or Lustre counters).")
+@click.option("-n", "--noheader", is_flag=True)
+@click.option("--targets", is_flag=True, help="Add the per-target view.")
+@click.option("--timeline", is_flag=True, help="Add the timeline (collector resolution).")
+@click.pass_obj
+def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str | None,
+         endtime: str | None, as_json: bool, parsable: bool, fmt: str | None, noheader: bool,
+         targets: bool, timeline: bool) -> None:
+    """A job's I/O: totals, per target, timeline, quality. `jobio JOBID` is short for this.
+
+    JOBID as in sacct -j: 123, an array's tasks 123, one task 123_4. A running job shows its
+    I/O so far. Users see their own jobs only (enforced by the database).
+    """
+    from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
+    from slurm_io.report import show as show_mod
+
+    if not jobids and not user:
+        raise click.UsageError("give job ids, or -u USER")
+    now = time.time()
+    reports = []
+    missing = []
+    with connect_db(cfg, upgrade=False) as conn:
+        infos: list[JobInfo] = []
+        for spec in jobids:
+            if not JOBID_ARG.match(spec):
+                raise click.UsageError(f"not a job id: {spec!r}")
+            found = find_jobs(conn, spec)
+            if not found and "_" not in spec:
+                # not (yet) in the job table: what the collectors stored under its id
+                n = int(spec.split(".", 1)[0])
+                found = [JobInfo(n, str(n), None, None, None, None, None, (), None, None,
+                                 None, None, None, None)]
+            if not found:
+                missing.append(spec)
+            infos += found
+        if user:
+            end = parse_time_arg(endtime, now)
+            infos += user_jobs(conn, user, parse_time_arg(starttime, end - 86400), end)
+        for info in infos:
+            r = show_mod.job_report(conn, info, now=now, resolution=cfg.interval)
+            if info.start is None and not r["totals"]:
+                missing.append(info.jobid)
+                continue
+            reports.append(r)
+    if as_json:
+        click.echo(json.dumps(reports, indent=2, sort_keys=True))
+    elif parsable:
+        click.echo(show_mod.parsable(reports, fmt or show_mod.DEFAULT_FORMAT,
+                                     header=not noheader))
+    else:
+        click.echo("\n\n".join(show_mod.render(r, targets=targets, timeline=timeline)
+                                for r in reports))
+    for j in missing:
+        click.echo(f"jobio: job {j}: no such job, or no I/O recorded for it", err=True)
+    if missing:
+        sys.exit(1)
+
+
+@main.command("attribute")
+@click.option("--since", help="Jobs that ended after this time (default now-7days).")
+@click.option("--limit", type=int, help="At most this many jobs.")
+@click.pass_obj
+def attribute_cmd(cfg: Config, since: str | None, limit: int | None) -> None:
+    """Attribute finished jobs and store the results (for mails and reports).
+
+    A job is attributed again until every collector has read past its end ("complete").
+    """
+    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+
+    now = time.time()
+    with connect_db(cfg) as conn:
+        jobs = pending_jobs(conn, parse_time_arg(since, now - 7 * 86400), limit)
+        n, complete = attribute_jobs(conn, jobs, now=now, resolution=cfg.interval)
+    click.echo(f"attributed {n} job(s), {complete} complete")
+
+
+
+@main.command("top")
+@click.option("--once", is_flag=True, help="Print one table and exit.")
+@click.option("--sort", type=click.Choice(["write", "read", "meta", "reqs"]), default="write",
+              show_default=True)
+@click.option("--fs", help="Only this filesystem.")
+@click.option("--kind", type=click.Choice(["MDT", "OST"]), help="Only MDTs or OSTs.")
+@click.option("-u", "--user", help="Only this user's jobs and load.")
+@click.option("--at", help="Show the interval at or before this time (sacct-like time); "
+              "refreshing steps forward one interval at a time.")
+@click.option("-n", "--lines", type=int, help="Rows (default: 20, or the terminal's height).")
+@click.option("-d", "--delay", type=float, help="Seconds between refreshes (default: the "
+              "collector interval).")
+@click.option("--json", "as_json", is_flag=True, help="With --once: JSON.")
+@click.pass_obj
+def top_cmd(cfg: Config, once: bool, sort: str, fs: str | None, kind: str | None,
+            user: str | None, at: str | None, lines: int | None, delay: float | None,
+            as_json: bool) -> None:
+    """The jobs (and users/hosts outside jobs) doing the most I/O now, like lltop.
+
+    One collector interval: write and read MB, metadata operations, requests, nodes and work
+    dir per job; Ctrl-C quits.
+    """
+    import shutil
+
+    from slurm_io.report import top as top_mod
+
+    t_at = None if at is None else parse_time_arg(at, time.time())
+    with connect_db(cfg, upgrade=False) as conn:
+        if once or as_json:
+            t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind, user=user,
+                            sort=sort, limit=lines or 20)
+            if as_json:
+                click.echo(json.dumps(top_mod.as_json(t), indent=2, sort_keys=True))
+            else:
+                click.echo(top_mod.render(t))
+            return
+        tty = sys.stdout.isatty()
+        try:
+            while True:
+                size = shutil.get_terminal_size()
+                t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind,
+                                user=user, sort=sort, limit=lines or max(5, size.lines - 6))
+                conn.rollback()  # no transaction left open while sleeping
+                # clear the screen on a terminal; frames one after the other in a pipe
+                click.echo("\033[H\033[2J" if tty else "", nl=not tty, color=True)
+                click.echo(top_mod.render(t, width=size.columns if tty else None))
+                click.echo(f"(every {delay or cfg.interval:g} s; Ctrl-C quits)")
+                time.sleep(delay or cfg.interval)
+                if t_at is not None:
+                    t_at += cfg.interval
+        except KeyboardInterrupt:
+            click.echo("")
+
+
+@main.group("lassi")
+def lassi_group() -> None:
+    """LASSi risk and ops metrics per job and filesystem per hour (docs/views.md)."""
+
+
+def _days(date_: str | None, start: str | None, end: str | None) -> list[Any]:
+    from slurm_io.lassi.sql import day_list
+    from slurm_io.report.daily import parse_day
+
+    try:
+        if date_ and (start or end):
+            raise click.UsageError("give --date, or -S/-E")
+        if start or end:
+            first = parse_day(start or end)
+            return day_list(first, parse_day(end) if end else first)
+        return [parse_day(date_)]
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+
+
+@lassi_group.command("compute")
+@click.option("--date", "date_", help="The UTC day (YYYY-MM-DD, today, yesterday; default "
+              "yesterday).")
+@click.option("-S", "--starttime", help="First day of a range (computed in order, so that "
+              "each day's baseline is the days before).")
+@click.option("-E", "--endtime", help="Last day of the range (default: the first).")
+@click.option("--a", "a", type=float, help="Risk scaling factor (default lassi.a, 2).")
+@click.option("--baseline-days", type=int, help="Baseline window (default lassi.baseline_days,"
+              " 7).")
+@click.pass_obj
+def lassi_compute(cfg: Config, date_: str | None, starttime: str | None, endtime: str | None,
+                  a: float | None, baseline_days: int | None) -> None:
+    """Compute and store the LASSi hours of a day (or of a range of days)."""
+    from slurm_io.lassi.sql import compute_day
+
+    days = _days(date_, starttime, endtime)
+    with connect_db(cfg) as conn, click.progressbar(days, label="computing LASSi metrics",
+                                                 file=sys.stderr) as bar:
+        results = [compute_day(conn, d, a=a or cfg.lassi_a,
+                                   baseline_days=baseline_days or cfg.lassi_baseline_days)
+                       for d in bar]
+    for r in results:
+        base = ", ".join(f"{fs}: {r.baseline_hours.get(fs, 0)} h"
+                         + (f" (own day for {len(r.own_metrics[fs])} metrics)"
+                            if r.own_metrics.get(fs) else "") for fs in r.fs)
+        click.echo(f"{r.day}: {r.job_hours} job hours, {r.fs_hours} filesystem hours in "
+                   f"{r.seconds:.2f} s; baseline {base or '-'}")
+
+
+@main.command("daily")
+@click.option("--date", "date_", help="The UTC day (YYYY-MM-DD, today, yesterday; default "
+              "yesterday).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory for index.html, the PNGs and jobs/*.html.")
+@click.option("--mail-to", "mail_to", multiple=True, help="Mail the page to this address "
+              "(repeatable, or comma-separated); SMTP from the [mail] section.")
+@click.option("--recompute", is_flag=True, help="Compute the day's LASSi hours again.")
+@click.option("--top", "top_n", type=int, default=15, show_default=True,
+              help="Rows of the top tables.")
+@click.pass_obj
+def daily_cmd(cfg: Config, date_: str | None, out: Path, mail_to: tuple[str, ...],
+              recompute: bool, top_n: int) -> None:
+    """A day's HTML report with plots: LASSi risk, request quality, rates, heat map, top
+    jobs and users (with a page per job)."""
+    from slurm_io.report import daily
+
+    try:
+        day = daily.parse_day(date_)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--date") from e
+    with connect_db(cfg) as conn:
+        rep = daily.build(conn, day, out, interval=cfg.interval, a=cfg.lassi_a,
+                          baseline_days=cfg.lassi_baseline_days, top_n=top_n,
+                          recompute=recompute, progress=True,
+                          log=lambda m: click.echo(m, err=True))
+    click.echo(f"daily report of {day}: {rep.index} ({len(rep.pngs)} plots, "
+               f"{len(rep.job_pages)} job pages)")
+    to = [x.strip() for t in mail_to for x in t.split(",") if x.strip()]
+    if to:
+        if not cfg.mail_host:
+            click.echo("mail not sent: no [mail] host configured", err=True)
+            return
+        password = None
+        if cfg.mail_password_file is not None:
+            password = cfg.mail_password_file.read_text().strip()
+        try:
+            click.echo(daily.mail(rep, to, host=cfg.mail_host, port=cfg.mail_port,
+                                  sender=cfg.mail_from or "slurm-io@localhost",
+                                  starttls=cfg.mail_starttls, ssl=cfg.mail_ssl,
+                                  user=cfg.mail_user, password=password,
+                                  timeout=cfg.mail_timeout))
+        except OSError as e:  # smtplib errors are OSErrors
+            click.echo(f"mail not sent: {cfg.mail_host}:{cfg.mail_port}: {e}", err=True)
+            sys.exit(1)
+
+
+@main.command("slowdown")
+@click.option("-u", "--user", required=True)
+@click.option("--name", help="Only jobs of this name.")
+@click.option("--submit-line", "by_submit_line", is_flag=True,
+              help="Group by submit line instead of job name.")
+@click.option("-S", "--starttime", help="Jobs started after this (default now-30days).")
+@click.option("-E", "--endtime", help="Jobs started before this (default now).")
+@click.option("--png", type=click.Path(dir_okay=False, path_type=Path),
+              help="Scatter plot of run time against filesystem risk (the largest group).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def slowdown_cmd(cfg: Config, user: str, name: str | None, by_submit_line: bool,
+                 starttime: str | None, endtime: str | None, png: Path | None,
+                 as_json: bool) -> None:
+    """Run time of a user's repeated jobs against the filesystem's LASSi risk during each run."""
+    from slurm_io.report import slowdown
+
+    now = time.time()
+    end = parse_time_arg(endtime, now)
+    start = parse_time_arg(starttime, end - 30 * 86400)
+    with connect_db(cfg, upgrade=False) as conn:
+        groups = slowdown.analyse(conn, user, start=start, end=end, name=name,
+                                  by_submit_line=by_submit_line)
+    if not name:
+        groups = [g for g in groups if len(g["jobs"]) > 1] or groups
+    if as_json:
+        click.echo(json.dumps(slowdown.as_json(groups), indent=2, sort_keys=True))
+    else:
+        click.echo(slowdown.render(user, groups))
+    if png is not None and groups:
+        slowdown.plot(png, user, groups[0])
+        click.echo(f"plot: {png}", err=True)
+    if not groups:
+        sys.exit(1)
