@@ -15,7 +15,6 @@ database is back.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import signal
@@ -32,31 +31,12 @@ from slurm_io.collect.source import LctlError, captured_reads, parse_file, read_
 from slurm_io.delta import state_file
 from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
+from slurm_io.store.db import DatabaseLink
 from slurm_io.store.spool import Spool
 
 log = logging.getLogger("slurm_io.collect")
 
-ConnFactory = Callable[[], psycopg.Connection]
-
-
-class DatabaseLink:
-    """A lazily (re)opened connection: an outage is a state, not an exception."""
-
-    def __init__(self, factory: ConnFactory) -> None:
-        self._factory = factory
-        self._conn: psycopg.Connection | None = None
-
-    def __call__(self) -> psycopg.Connection:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = None
-            self._conn = self._factory()
-        return self._conn
-
-    def reset(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):  # closing a dead connection may fail anyhow
-                self._conn.close()
-        self._conn = None
+__all__ = ["Collector", "DatabaseLink", "flush", "live", "replay"]
 
 
 class Collector:

@@ -49,6 +49,7 @@ from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue
 from slurm_io.notify.interfaces import MailBuilder
 from slurm_io.notify.smtp import OutcomeUnknown, Session, SmtpSettings, Undelivered
+from slurm_io.store.db import DatabaseLink
 
 log = logging.getLogger("slurm_io.report")
 
@@ -154,8 +155,7 @@ class Reporter:
                  smtp: SmtpSettings, settings: ReporterSettings, *,
                  source: Callable[[list[int]], Any] | None = None,
                  sweep_source: Callable[[], Any] | None = None) -> None:
-        self._connect = connect
-        self._conn: psycopg.Connection | None = None
+        self._link = DatabaseLink(connect)
         self.builder = builder
         self.session = Session(smtp)
         self.settings = settings
@@ -167,17 +167,11 @@ class Reporter:
     # -- connection ------------------------------------------------------------------------
     @property
     def conn(self) -> psycopg.Connection:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = None
-            self._conn = self._connect()
-        return self._conn
+        return self._link()
 
     def close(self) -> None:
         self.session.close()
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-        self._conn = None
+        self._link.reset()
 
     # -- one pass --------------------------------------------------------------------------
     def run_once(self) -> PassResult:
@@ -432,7 +426,7 @@ class Reporter:
             except psycopg.Error as e:
                 log.warning("job %s: sent, but recording it failed (%s)%s", job, e,
                             "; retrying" if attempt == 1 else "; left as `sending`")
-                self._conn = None
+                self._link.reset()
 
     # -- the daemon ------------------------------------------------------------------------
     def serve(self, stop: threading.Event, *, on_pass: Callable[[PassResult], None] | None = None

@@ -7,6 +7,7 @@ one `--dsn` / `SLURM_IO_DSN` away.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -67,3 +68,23 @@ def upgrading_factory(dsn: str | None, *, state_dir: Path | None = None
         return conn
 
     return factory
+
+
+class DatabaseLink:
+    """A lazily (re)opened connection: an outage is a state, not an exception."""
+
+    def __init__(self, factory: Callable[[], psycopg.Connection]) -> None:
+        self._factory = factory
+        self._conn: psycopg.Connection | None = None
+
+    def __call__(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = None
+            self._conn = self._factory()
+        return self._conn
+
+    def reset(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):  # closing a dead connection may fail anyhow
+                self._conn.close()
+        self._conn = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import psycopg
@@ -10,6 +9,7 @@ import pytest
 
 from slurm_io import paths
 from slurm_io.store import migrate
+from tests.concurrency import on_two_connections
 
 pytestmark = pytest.mark.pg
 
@@ -81,24 +81,7 @@ def test_concurrent_upgrades_apply_each_migration_exactly_once(
     # A slow first migration widens the window in which both upgraders are inside upgrade().
     (tmp_path / "0001_slow.sql").write_text("SELECT pg_sleep(0.3); CREATE TABLE t1 (x int);")
     (tmp_path / "0002_next.sql").write_text("CREATE TABLE t2 (x int);")
-    results: list[list[str]] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(2)
-
-    def run() -> None:
-        try:
-            with psycopg.connect(empty_db_dsn) as conn:
-                barrier.wait()
-                results.append(migrate.upgrade(conn, tmp_path))
-        except BaseException as exc:  # reported below, with the other thread's result
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    results = on_two_connections(empty_db_dsn, lambda conn: migrate.upgrade(conn, tmp_path))
     assert sorted(name for applied in results for name in applied) == ["0001_slow", "0002_next"]
 
 

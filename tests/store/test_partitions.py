@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, date, datetime, timedelta
 
 import psycopg
@@ -10,6 +9,7 @@ import pytest
 
 from slurm_io.store import partitions
 from slurm_io.store.partitions import ensure_partitions, parse_duration, prune
+from tests.concurrency import on_two_connections
 
 pytestmark = pytest.mark.pg
 
@@ -138,24 +138,8 @@ def test_a_pruned_day_is_created_again_when_needed(db_dsn: str) -> None:
 
 def test_concurrent_ensures_of_the_same_days_both_succeed(db_dsn: str) -> None:
     start = _ts("2024-10-01T00:00:00")
-    created: list[list[str]] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(2)
-
-    def run() -> None:
-        try:
-            with psycopg.connect(db_dsn) as conn:
-                barrier.wait()
-                created.append(ensure_partitions(conn, start, start + 6 * DAY, ahead_days=1))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    created = on_two_connections(
+        db_dsn, lambda conn: ensure_partitions(conn, start, start + 6 * DAY, ahead_days=1))
     names = sorted(n for c in created for n in c)
     assert names == [f"jobstats_delta_p202410{d:02d}" for d in range(1, 9)]
 
