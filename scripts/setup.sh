@@ -20,7 +20,10 @@ python3 -m venv --help >/dev/null 2>&1 || need_apt+=(python3-venv)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 # The tests render the I/O mail's HTML part to PNG with headless Chromium (tests/mail).
 case ",${SLURM_IO_EXTRAS:-}," in
-    *,test,*) command -v chromium >/dev/null 2>&1 || need_apt+=(chromium) ;;
+    *,test,*)
+        command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+        # the e2e hook test runs the hook as SlurmUser, who cannot reach a Python under /root
+        [ -x /usr/bin/python3 ] || need_apt+=(python3) ;;
 esac
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
