@@ -40,8 +40,8 @@ def read_lctl(command: str, timeout: float,
     t = time.time()
     parser = Parser(previous=previous)
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, errors="replace")
+        # bytes: the parser works on lctl's bytes (no decode/encode of hundreds of MB)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as e:
         raise LctlError(f"cannot run {argv[0]!r}: {e}") from e
     assert proc.stdout is not None
@@ -55,7 +55,7 @@ def read_lctl(command: str, timeout: float,
             if time.time() > deadline:
                 proc.kill()
                 raise LctlError(f"{argv[0]} did not finish within {timeout:.0f} s")
-        err = proc.stderr.read() if proc.stderr else ""
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         rc = proc.wait(timeout=max(1.0, deadline - time.time()))
     except subprocess.TimeoutExpired as e:
         proc.kill()
@@ -82,7 +82,7 @@ def captured_reads(root: Path) -> list[CapturedRead]:
 def parse_file(path: Path,
                previous: Mapping[str, Mapping[str, Entry]] | None = None) -> ParseResult:
     parser = Parser(previous=previous)
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+    with open(path, "rb") as f:
         while piece := f.read(READ_PIECE):
             parser.feed(piece)
     return parser.finish()

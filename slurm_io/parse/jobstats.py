@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from itertools import compress
+from itertools import compress, repeat
 from operator import itemgetter
+from typing import NamedTuple
 
 from slurm_io.model import ByteStats, Entry, ParseProblem, ParseResult
 
-CHUNK_CHARS = 1 << 20
+CHUNK_CHARS = 1 << 20  # bytes of entries per fast-path chunk
 UNKNOWN_TARGET = "unknown"
 
 # The fast path works on the chunk's bytes with every space removed (bytes.translate runs at
@@ -44,8 +45,10 @@ _FAST = re.compile(
     rb"(?:,sumsq:(\d+))?(?:,hist:(\{[^}\n]*\}))?\})?)"
 )
 _SQUEEZE = b" "
+_DIGITS = b"0123456789"
+_IDS = re.compile(rb"\n- job_id:([^\n]*)")
 _COL_ID, _COL_NAME, _COL_SAMPLES = (itemgetter(i) for i in (0, 4, 5))
-_HEADER = re.compile(r"([A-Za-z0-9_.\-]+)\.job_stats=(.*)")
+_HEADER = re.compile(rb"([A-Za-z0-9_.\-]+)\.job_stats=(.*)")
 _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
 _HIST_ITEM = re.compile(r"([^\s:,{}]+)\s*:\s*(\d+)")
 
@@ -78,11 +81,30 @@ def target_of_param(param: str) -> str:
     return param.split(".", 1)[1] if "." in param else param
 
 
+class _Labels(dict[bytes, str]):
+    """Histogram bucket labels (`4K`, `1M`, ...): a tiny vocabulary, decoded and stored once."""
+
+    def __missing__(self, key: bytes) -> str:
+        value = key.decode()
+        if len(self) < 4096:
+            self[key] = value
+        return value
+
+
+_LABEL = _Labels().__getitem__
+
+
 def _hist_bytes(inner: bytes) -> tuple[tuple[str, int], ...]:
     """`4K:35,1M:2` (spaces already removed) -> (("4K", 35), ("1M", 2)); `` -> ()."""
     if not inner:
         return ()
-    return tuple((k.decode(), int(v)) for k, v in (p.split(b":") for p in inner.split(b",")))
+    if b"," not in inner:  # the common case: one bucket
+        label, value = inner.split(b":")
+        return ((_LABEL(label), int(value)),)
+    if inner.count(b":") != inner.count(b",") + 1:
+        raise ValueError(f"damaged histogram {inner[:80]!r}")
+    parts = inner.replace(b",", b":").split(b":")
+    return tuple(zip(map(_LABEL, parts[::2]), map(int, parts[1::2]), strict=True))
 
 
 def _hist(text: str) -> tuple[tuple[str, int], ...]:
@@ -100,29 +122,164 @@ def _time(v: str) -> float:
     return float(v)
 
 
+class _Shape(NamedTuple):
+    """One regex for whole entries of one counter layout, and where its groups go.
+
+    Built from the first entry of a chunk; a findall with it yields one tuple per entry,
+    so the per-counter work (and the per-counter tuples of the generic pattern) disappears.
+    """
+
+    regex: re.Pattern[bytes]
+    names: tuple[str, ...]
+    i_snap: int  # group index of snapshot_time, -1 when the layout has none
+    i_start: int
+    sample_idx: tuple[int, ...]  # group of each counter's samples, in `names` order
+    # per byte counter: name, groups of (samples, min, max, sum, sumsq) (-1: not printed), and
+    # of its histogram (-1: not printed)
+    byte_counters: tuple[tuple[str, tuple[int, int, int, int, int], int], ...]
+
+
+_SHAPE_TIME = re.compile(rb"(snapshot_time|start_time|elapsed_time):\d+(?:\.\d+)?(secs\.nsecs)?")
+_SHAPE_COUNTER = re.compile(rb"(\w+):\{samples:\d+(,.*)?\}")
+_SHAPE_BYTES = re.compile(
+    rb",unit:(bytes|reqs),min:\d+,max:\d+,sum:\d+(,sumsq:\d+)?(,hist:\{[^{}\n]*\})?")
+# the rest of an operation counter (unit, timing statistics): only samples is kept, so one
+# character class (a C loop in the regex engine) checks it instead of field-by-field groups
+_SHAPE_OP_REST = re.compile(rb"(?:,[\w:,]*)?")
+_SHAPES: dict[bytes, _Shape | None] = {}
+_MAX_SHAPES = 256
+# counter layouts shared by every parser of the process, so that consecutive reads hand the
+# delta engine the same tuple object (an identity test instead of a comparison)
+_LAYOUTS: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+_MAX_LAYOUTS = 4096
+
+
+def _layout(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The shared (names, indexes of byte counters) of a counter layout."""
+    lay = _LAYOUTS.get(names)
+    if lay is None:
+        lay = (names, tuple(i for i, x in enumerate(names) if x.endswith("_bytes")))
+        if len(_LAYOUTS) < _MAX_LAYOUTS:
+            _LAYOUTS[names] = lay
+    return lay
+
+
+def _build_shape(body: bytes) -> _Shape | None:
+    """The shape of an entry's squeezed lines after its id line, or None if it has none."""
+    parts = [rb"\n-job_id:[^\n]*"]
+    n_groups = 0
+    i_snap = i_start = -1
+    names: list[str] = []
+    sample_idx: list[int] = []
+    byte_counters = []
+    for line in body.split(b"\n")[1:]:
+        m = _SHAPE_TIME.fullmatch(line)
+        if m:
+            name = m.group(1)
+            if name == b"elapsed_time":
+                parts.append(rb"\nelapsed_time:\d+(?:\.\d+)?")
+            else:
+                parts.append(rb"\n" + name + rb":(\d+(?:\.\d+)?)")
+                if name == b"snapshot_time":
+                    i_snap = n_groups
+                else:
+                    i_start = n_groups
+                n_groups += 1
+            if m.group(2):
+                parts.append(rb"secs\.nsecs")
+            continue
+        m = _SHAPE_COUNTER.fullmatch(line)
+        if m is None:
+            return None
+        name, rest = m.group(1), m.group(2) or b""
+        if name.decode() in names:
+            return None
+        names.append(name.decode())
+        sample_idx.append(n_groups)
+        if name.endswith(b"_bytes"):
+            fm = _SHAPE_BYTES.fullmatch(rest)
+            if fm is None:
+                return None
+            p = (rb"\n" + name + rb":\{samples:(\d+),unit:" + fm.group(1)
+                 + rb",min:(\d+),max:(\d+),sum:(\d+)")
+            idx = [n_groups, n_groups + 1, n_groups + 2, n_groups + 3, -1]
+            n_groups += 4
+            if fm.group(2):
+                p += rb",sumsq:(\d+)"
+                idx[4] = n_groups
+                n_groups += 1
+            i_hist = -1
+            if fm.group(3):
+                p += rb",hist:\{([^{}\n]*)\}"
+                i_hist = n_groups
+                n_groups += 1
+            parts.append(p + rb"\}")
+            byte_counters.append((name.decode(), (idx[0], idx[1], idx[2], idx[3], idx[4]), i_hist))
+        else:
+            if _SHAPE_OP_REST.fullmatch(rest) is None:
+                return None
+            parts.append(rb"\n" + name + rb":\{samples:(\d+)" + _SHAPE_OP_REST.pattern + rb"\}")
+            n_groups += 1
+    if not names or n_groups < 2:
+        return None  # fewer than two groups: findall would not return tuples
+    lay_names = _layout(tuple(names))[0]
+    return _Shape(re.compile(b"".join(parts) + rb"(?=\n-job_id:|\Z)"), lay_names, i_snap,
+                  i_start, tuple(sample_idx), tuple(byte_counters))
+
+
+def _shape_of(compact: bytes) -> _Shape | None:
+    """The (cached) shape of the chunk's first entry."""
+    nxt = compact.find(b"\n-job_id:", 1)
+    first = compact[:nxt] if nxt > 0 else compact
+    nl = first.find(b"\n", 1)
+    if nl < 0:
+        return None
+    body = first[nl:]
+    key = body.translate(None, _DIGITS)
+    try:
+        return _SHAPES[key]
+    except KeyError:
+        shape = _build_shape(body)
+        if len(_SHAPES) < _MAX_SHAPES:
+            _SHAPES[key] = shape
+        return shape
+
+
+def _decode_bytes(b: bytes) -> str:
+    """UTF-8 text of what lctl printed; undecodable bytes become U+FFFD (counted upstream).
+
+    `surrogatepass` first so that text fed in as str (tests, hypothesis) comes back unchanged.
+    """
+    try:
+        return b.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return b.decode("utf-8", "replace")
+
+
 class Parser:
-    """Incremental job_stats parser: `feed()` text as it arrives, then `finish()`."""
+    """Incremental job_stats parser: `feed()` output as it arrives, then `finish()`."""
 
     def __init__(self, default_target: str = UNKNOWN_TARGET,
                  previous: Mapping[str, Mapping[str, Entry]] | None = None) -> None:
         """`previous` (target -> raw id -> Entry of the last read) turns on reuse: an entry
         whose text is unchanged since then is not parsed again but taken from there."""
         self._previous = previous
-        self._buf = ""
+        self._buf = b""
         self._target = default_target
-        self._line = 1  # line number of the first character of _buf
+        self._line = 1  # line number of the first byte of _buf
         self._targets: dict[str, list[Entry]] = {}
         self._seen: dict[str, set[str]] = {}
         self._broken: dict[str, set[str]] = {}
         self._damaged: set[str] = set()
         self._problems: list[ParseProblem] = []
-        self._layouts: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
         self._blayouts: dict[tuple[bytes, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
-        self._at_line_start = True
 
     # -- public API ------------------------------------------------------------------------
-    def feed(self, text: str) -> Parser:
-        """Add text; complete entries are parsed now, the incomplete tail is kept."""
+    def feed(self, text: str | bytes) -> Parser:
+        """Add output (bytes as read from lctl, or text); complete entries are parsed now,
+        the incomplete tail is kept."""
+        if isinstance(text, str):
+            text = text.encode("utf-8", "surrogatepass")
         self._buf += text
         if len(self._buf) >= 2 * CHUNK_CHARS:
             self._consume(final=False)
@@ -139,26 +296,26 @@ class Parser:
         buf = self._buf
         if not final:
             # keep the last (possibly incomplete) entry or header line in the buffer
-            cut = max(buf.rfind("\n- job_id:"), buf.rfind(".job_stats="))
+            cut = max(buf.rfind(b"\n- job_id:"), buf.rfind(b".job_stats="))
             if cut <= 0:
                 return
-            cut = buf.rfind("\n", 0, cut + 1)
+            cut = buf.rfind(b"\n", 0, cut + 1)
             if cut <= 0:
                 return
         else:
             cut = len(buf)
         self._segment(buf, cut)
-        self._line += buf.count("\n", 0, cut)
+        self._line += buf.count(b"\n", 0, cut)
         self._buf = buf[cut:]
 
-    def _segment(self, buf: str, end: int) -> None:
+    def _segment(self, buf: bytes, end: int) -> None:
         pos = 0
         while pos < end:
-            h = buf.find(".job_stats=", pos, end)
+            h = buf.find(b".job_stats=", pos, end)
             if h < 0:
                 self._block(buf, pos, end)
                 return
-            line_start = buf.rfind("\n", pos, h) + 1 if h > pos else pos
+            line_start = buf.rfind(b"\n", pos, h) + 1 if h > pos else pos
             if line_start < pos:
                 line_start = pos
             m = _HEADER.fullmatch(buf, line_start, _line_end(buf, h, end))
@@ -170,19 +327,19 @@ class Parser:
                 continue
             if line_start > pos:
                 self._block(buf, pos, line_start)
-            self._target = target_of_param(m.group(1))
+            self._target = target_of_param(m.group(1).decode("ascii"))
             self._targets.setdefault(self._target, [])
             rest = m.group(2).strip()
             body_start = m.end()
-            if rest and rest != "job_stats:":
+            if rest and rest != b"job_stats:":
                 self._problem(None, buf, line_start, m.end(), "unexpected text after header")
             pos = body_start
 
-    def _block(self, buf: str, start: int, end: int) -> None:
+    def _block(self, buf: bytes, start: int, end: int) -> None:
         """Parse entries of the current target in buf[start:end], chunk by chunk."""
-        first = buf.find("- job_id:", start, end)
-        while first > start and buf[first - 1] != "\n":
-            first = buf.find("- job_id:", first + 1, end)
+        first = buf.find(b"- job_id:", start, end)
+        while first > start and buf[first - 1] != 10:  # not at a line start
+            first = buf.find(b"- job_id:", first + 1, end)
         if first < 0:
             self._preamble(buf, start, end)
             return
@@ -193,77 +350,143 @@ class Parser:
         while pos < end:
             nxt = -1
             if end - pos > CHUNK_CHARS:
-                nxt = buf.find("\n- job_id:", pos + CHUNK_CHARS, end)
+                nxt = buf.find(b"\n- job_id:", pos + CHUNK_CHARS, end)
             stop = end if nxt < 0 else nxt
             self._chunk(buf, pos, stop)
             pos = stop
 
-    def _preamble(self, buf: str, start: int, end: int) -> None:
+    def _preamble(self, buf: bytes, start: int, end: int) -> None:
         """Text of a target before its first entry: `job_stats:` or blank is expected."""
-        for i, line in enumerate(buf[start:end].split("\n")):
+        for i, line in enumerate(buf[start:end].split(b"\n")):
             s = line.strip()
-            if s and s != "job_stats:":
+            if s and s != b"job_stats:":
                 self._damaged.add(self._target)
                 lineno = self._lineno(buf, start) + i
                 self._problems.append(
-                    ParseProblem(self._target, lineno, None, "text outside any entry", s[:200])
+                    ParseProblem(self._target, lineno, None, "text outside any entry",
+                                 _decode_bytes(s[:200]))
                 )
 
-    def _lineno(self, buf: str, pos: int) -> int:
-        return self._line + buf.count("\n", 0, pos)
+    def _lineno(self, buf: bytes, pos: int) -> int:
+        return self._line + buf.count(b"\n", 0, pos)
 
-    def _problem(self, raw_id: str | None, buf: str, start: int, end: int, msg: str) -> None:
+    def _problem(self, raw_id: str | None, buf: bytes, start: int, end: int, msg: str) -> None:
         self._problems.append(
-            ParseProblem(self._target, self._lineno(buf, start), raw_id, msg, buf[start:end][:200])
+            ParseProblem(self._target, self._lineno(buf, start), raw_id, msg,
+                         _decode_bytes(buf[start:end][:200]))
         )
 
-    # -- fast path ---------------------------------------------------------------------------
-    def _chunk(self, buf: str, start: int, end: int) -> None:
+    # -- fast paths --------------------------------------------------------------------------
+    def _chunk(self, buf: bytes, start: int, end: int) -> None:
         # normalise: chunk must start with "\n- job_id:" so every line begins with "\n"
-        while end > start and buf[end - 1] in " \t\r\n":
+        while end > start and buf[end - 1] in b" \t\r\n":
             end -= 1
-        chunk = buf[start:end] if buf[start] == "\n" else "\n" + buf[start:end]
+        chunk = buf[start:end] if buf[start] == 10 else b"\n" + buf[start:end]
         if self._previous is not None and self._reuse(chunk):
             return
         if self._fast(chunk):
             return
         self._robust(buf, start, end)
 
-    def _reuse(self, chunk: str) -> bool:
+    def _reuse(self, chunk: bytes) -> bool:
         """Digest every entry; take unchanged ones from the previous read, parse the rest."""
-        pieces = chunk.split("\n- job_id:")
+        pieces = chunk.split(b"\n- job_id:")
         if pieces[0]:
             return False
         prev = self._previous.get(self._target, {}) if self._previous is not None else {}
         reused: list[Entry] = []
-        changed: list[str] = []
+        changed: list[bytes] = []
         digests: list[int] = []
         for piece in pieces[1:]:
-            nl = piece.find("\n")
+            nl = piece.find(b"\n")
             h = hash(piece)
-            p = prev.get((piece[:nl] if nl >= 0 else piece).strip())
+            p = prev.get(_decode_bytes((piece[:nl] if nl >= 0 else piece).strip()))
             if p is not None and p.digest == h:
                 reused.append(p)
             else:
                 changed.append(piece)
                 digests.append(h)
-        if changed and not self._fast("\n- job_id:" + "\n- job_id:".join(changed), digests):
+        if changed and not self._fast(b"\n- job_id:" + b"\n- job_id:".join(changed), digests):
             return False
         self._emit(reused)
         return True
 
-    def _fast(self, chunk: str, digests: list[int] | None = None) -> bool:
-        try:
-            compact = chunk.encode("ascii").translate(None, _SQUEEZE)
-        except UnicodeEncodeError:
+    def _fast(self, chunk: bytes, digests: list[int] | None = None) -> bool:
+        """Parse a chunk of well-formed ASCII entries in C-speed passes; False: not for us."""
+        if not chunk.isascii():
             return False  # non-ASCII ids: the robust path keeps them exactly
+        compact = chunk.translate(None, _SQUEEZE)
+        # ids from the unsqueezed text (an id may hold spaces)
+        ids = _IDS.findall(chunk)
+        if not ids or len(ids) != compact.count(b"\n-job_id:"):
+            return False
+        shape = _shape_of(compact)
+        if shape is not None:
+            out = self._shaped(shape, compact, ids, digests)
+            if out is not None:
+                self._emit(out)
+                return True
+        return self._generic(compact, ids, digests)
+
+    def _shaped(self, shape: _Shape, compact: bytes, ids: list[bytes],
+                digests: list[int] | None) -> list[Entry] | None:
+        """Entries of a chunk whose entries all have the layout of its first: one match each.
+
+        Complete coverage follows from the count: every match starts at an entry's id line
+        and ends where the next entry (or the chunk) begins, so as many matches as entries
+        means every line of every entry was matched.
+        """
+        rows = shape.regex.findall(compact)
+        n = len(rows)
+        if n != len(ids) or (digests is not None and len(digests) != n):
+            return None
+        # Transpose to one column per group and convert whole columns at a time: the
+        # per-entry tuples are then built by zip/map in C, not by Python code per counter.
+        cols = list(zip(*rows, strict=True))
+        ints: dict[int, list[int]] = {}
+
+        def col(i: int) -> list[int]:
+            c = ints.get(i)
+            if c is None:
+                c = ints[i] = list(map(int, cols[i]))
+            return c
+
+        none = [None] * n
+        per_counter: list[list[ByteStats]] = []
+        for _, (i_smp, i_min, i_max, i_sum, i_sumsq), i_hist in shape.byte_counters:
+            try:
+                hists = list(map(_hist_bytes, cols[i_hist])) if i_hist >= 0 else none
+            except ValueError:
+                return None  # a damaged histogram: the robust path reports it
+            per_counter.append(list(map(
+                ByteStats, col(i_smp), col(i_min), col(i_max), col(i_sum),
+                col(i_sumsq) if i_sumsq >= 0 else none, hists)))
+        bnames = [b[0] for b in shape.byte_counters]
+        if len(bnames) == 2:
+            b0, b1 = bnames
+            stats = [{b0: x, b1: y} for x, y in zip(*per_counter, strict=True)]
+        else:
+            stats = [dict(zip(bnames, xs, strict=True)) for xs in zip(*per_counter, strict=True)]
+            if not bnames:
+                stats = [{} for _ in range(n)]
+        samples = list(zip(*map(col, shape.sample_idx), strict=True))
+        raws = list(map(bytes.decode, map(bytes.strip, ids)))
+        # with nothing to decode, job_id is the very same string as raw_id
+        decode = b'"' in compact or b"\\x" in compact
+        job_ids = list(map(decode_job_id, raws)) if decode else raws
+        snaps = map(float, cols[shape.i_snap]) if shape.i_snap >= 0 else none
+        starts = map(float, cols[shape.i_start]) if shape.i_start >= 0 else none
+        return list(map(Entry, repeat(self._target, n), raws, job_ids, snaps, starts,
+                        repeat(shape.names, n), samples, stats,
+                        digests if digests is not None else repeat(0, n)))
+
+    def _generic(self, compact: bytes, ids: list[bytes], digests: list[int] | None) -> bool:
+        """Entries of mixed layouts: one findall match per line, sliced per entry."""
         rows = _FAST.findall(compact)
         n = len(rows)
         if n == 0:
             return False
         starts = list(compress(range(n), map(_COL_ID, rows)))
-        # ids from the unsqueezed text (an id may hold spaces); split is C-speed
-        ids = [p.partition("\n")[0] for p in chunk.split("\n- job_id:")[1:]]
         if not starts or starts[0] != 0 or len(ids) != len(starts):
             return False
         n_time_lines = n_hists = 0
@@ -288,12 +511,7 @@ class Parser:
                 if lay is None:
                     if b"" in bnm:
                         return False
-                    names = tuple(x.decode() for x in bnm)
-                    lay = self._layouts.get(names)
-                    if lay is None:
-                        bidx = tuple(i for i, x in enumerate(names) if x.endswith("_bytes"))
-                        lay = self._layouts.setdefault(names, (names, bidx))
-                    layouts[bnm] = lay
+                    lay = layouts[bnm] = _layout(tuple(x.decode() for x in bnm))
                 last_nm, last_lay = bnm, lay
             nm, bidx = lay
             stats: dict[str, ByteStats] = {}
@@ -309,7 +527,7 @@ class Parser:
                     return False  # a damaged histogram: the robust path reports it
                 stats[nm[i]] = ByteStats(
                     int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None, hist)
-            raw = ids[e].strip()
+            raw = ids[e].strip().decode("ascii")
             out.append(
                 Entry(target, raw, decode_job_id(raw), float(snap_s) if snap_s else None,
                       float(start_s) if start_s else None, nm,
@@ -349,9 +567,9 @@ class Parser:
             dst.append(e)
 
     # -- robust path -------------------------------------------------------------------------
-    def _robust(self, buf: str, start: int, end: int) -> None:
+    def _robust(self, buf: bytes, start: int, end: int) -> None:
         base = self._lineno(buf, start)
-        lines = buf[start:end].split("\n")
+        lines = _decode_bytes(buf[start:end]).split("\n")
         # rejoin hard-wrapped lines: a line continuing an unbalanced `{`
         logical: list[tuple[int, str]] = []
         for i, line in enumerate(lines):
@@ -376,11 +594,7 @@ class Parser:
                 self._broken.setdefault(self._target, set()).add(cur["raw"])
                 self._damaged.add(self._target)
             else:
-                nm = tuple(cur["names"])
-                lay = self._layouts.get(nm)
-                if lay is None:
-                    bidx = tuple(i for i, x in enumerate(nm) if x.endswith("_bytes"))
-                    lay = self._layouts.setdefault(nm, (nm, bidx))
+                lay = _layout(tuple(cur["names"]))
                 out.append(
                     Entry(self._target, cur["raw"], decode_job_id(cur["raw"]), cur["snap"],
                           cur["start"], lay[0], tuple(cur["samples"]), cur["stats"])
@@ -473,18 +687,18 @@ def _counter_fields(inner: str) -> dict | None:
     return fields
 
 
-def _line_end(buf: str, pos: int, end: int) -> int:
-    nl = buf.find("\n", pos, end)
+def _line_end(buf: bytes, pos: int, end: int) -> int:
+    nl = buf.find(b"\n", pos, end)
     return end if nl < 0 else nl
 
 
-def parse(text: str, default_target: str = UNKNOWN_TARGET,
+def parse(text: str | bytes, default_target: str = UNKNOWN_TARGET,
           previous: Mapping[str, Mapping[str, Entry]] | None = None) -> ParseResult:
     """Parse one complete lctl output (or one job_stats file when `default_target` is given)."""
     return Parser(default_target, previous).feed(text).finish()
 
 
-def parse_stream(pieces: Iterable[str], default_target: str = UNKNOWN_TARGET,
+def parse_stream(pieces: Iterable[str | bytes], default_target: str = UNKNOWN_TARGET,
                  previous: Mapping[str, Mapping[str, Entry]] | None = None) -> ParseResult:
     """Parse output that arrives in pieces (a pipe), keeping memory bounded."""
     p = Parser(default_target, previous)

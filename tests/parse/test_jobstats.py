@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from slurm_io.model import ByteStats
@@ -179,3 +181,66 @@ def test_well_formed_output_takes_the_fast_path(text, monkeypatch):
 
     monkeypatch.setattr(Parser, "_robust", robust)
     assert parse(text).n_entries > 0
+
+
+ALL_FORMATS = [samples.V2_10_OST, samples.V2_14_MDT, samples.V2_15_0_OST, samples.V2_15_2_OST,
+               samples.V2_16_LCTL]
+
+
+def _repeated(text: str, n: int) -> str:
+    """`text`'s entries n times over with distinct ids (a bigger, uniform target)."""
+    body = text.split("job_stats:\n", 1)[1]
+    head = text.split("job_stats:\n", 1)[0] + "job_stats:\n"
+    out = []
+    for i in range(n):
+        out.append(re.sub(r"(- job_id:[ \t]*)", rf"\g<1>r{i}x", body))
+    return head + "".join(out)
+
+
+@pytest.mark.parametrize("text", ALL_FORMATS)
+def test_whole_entry_path_agrees_with_the_line_path(text, monkeypatch):
+    big = _repeated(text, 30)
+    shaped = parse(big)
+    monkeypatch.setattr(jobstats, "_shape_of", lambda compact: None)
+    lines = parse(big)
+    assert shaped.n_entries >= 30
+    assert shaped.targets == lines.targets and not shaped.problems and not lines.problems
+
+
+@pytest.mark.parametrize("text", [samples.V2_10_OST, samples.V2_14_MDT, samples.V2_15_2_OST])
+def test_uniform_output_is_parsed_one_match_per_entry(text, monkeypatch):
+    def generic(*a, **k):
+        raise AssertionError("per-line path used for a uniform layout")
+
+    big = _repeated(text, 10)
+    monkeypatch.setattr(Parser, "_generic", generic)
+    r = parse(big)
+    assert r.n_entries == 10 * parse(text).n_entries and not r.problems
+
+
+def test_entries_of_another_layout_in_a_chunk_fall_back_without_loss():
+    # the second entry lacks a counter the first one has: one shape cannot match both
+    one = samples.V2_14_MDT.split("job_stats:\n", 1)[1]
+    other = "\n".join(line for line in one.split("\n") if "mkdir" not in line)
+    text = "job_stats:\n" + one + other.replace(":", ":", 1).replace(
+        "- job_id:          ", "- job_id:          other", 1)
+    r = parse(text)
+    a, b = only(r)
+    assert a.counter("mkdir") == 7 and b.counter("mkdir") is None
+    assert b.counter("open") == a.counter("open") and not r.problems
+
+
+def test_bytes_and_text_input_give_the_same_entries():
+    for text in ALL_FORMATS:
+        assert parse(text.encode()).targets == parse(text).targets
+
+
+def test_odd_histogram_in_a_uniform_chunk_goes_to_the_robust_path_whole(monkeypatch):
+    big = _repeated(samples.V2_16_LCTL, 5)
+    i = big.index("hist: {") + len("hist: {")
+    odd = big[:i] + " 4K 9, " + big[i:]
+    r = parse(odd)
+    monkeypatch.setattr(Parser, "_fast", lambda self, chunk: False)
+    assert r.targets == parse(odd).targets and r.n_entries == parse(big).n_entries
+    first = r.targets["home-OST0001"][0]
+    assert first.stats["read_bytes"].hist == (("4K", 2), ("1M", 1))
