@@ -37,6 +37,7 @@ def child(kind: str, entries: int, release: str, dsn: str) -> dict:
 
     from bench.dumps import cached_dump
     from slurm_io.collect import daemon
+    from slurm_io.collect.gc_policy import CycleGC
     from slurm_io.collect.source import parse_file
     from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
     from slurm_io.store import migrate
@@ -51,8 +52,10 @@ def child(kind: str, entries: int, release: str, dsn: str) -> dict:
     c = daemon.Collector(f"bench-{kind.lower()}-{os.getpid()}", state, spool,
                          ClassifyCache(JobIdGrammar()), 120.0)
     t0 = 1_795_000_000.0
-    c.process(t0, parse_file(reads[0], c.previous))
-    daemon.flush(spool, link)
+    pause = CycleGC()  # the daemon's garbage-collector policy (collect/gc_policy.py)
+    with pause.cycle():
+        c.process(t0, parse_file(reads[0], c.previous))
+        daemon.flush(spool, link)
     backend_pid = link().info.backend_pid
 
     def backend_cpu() -> float:
@@ -62,11 +65,13 @@ def child(kind: str, entries: int, release: str, dsn: str) -> dict:
 
     b0 = backend_cpu()
     cpu0, wall0 = _cpu(), time.perf_counter()
-    parsed = parse_file(reads[1], c.previous)
-    cpu_parse = _cpu() - cpu0
-    res = c.process(t0 + 120, parsed)
-    cpu_delta = _cpu() - cpu0 - cpu_parse
-    written, remaining = daemon.flush(spool, link)
+    with pause.cycle():
+        parsed = parse_file(reads[1], c.previous)
+        cpu_parse = _cpu() - cpu0
+        res = c.process(t0 + 120, parsed)
+        cpu_delta = _cpu() - cpu0 - cpu_parse
+        written, remaining = daemon.flush(spool, link)
+        del parsed
     cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
     b1 = backend_cpu()
     link.reset()

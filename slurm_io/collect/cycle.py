@@ -7,12 +7,15 @@ lctl/replay source, the spool, the state file and PostgreSQL.
 from __future__ import annotations
 
 from collections import Counter
+from itertools import chain
+from operator import attrgetter
 from typing import NamedTuple
 
 from slurm_io.delta.engine import State, compute
 from slurm_io.model import Batch, IdClass, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
 
+_JOB_ID = attrgetter("job_id")
 UNATTRIBUTABLE = frozenset(
     {IdClass.EXE, IdClass.SYSTEM, IdClass.UNRECOVERABLE, IdClass.EMPTY}
 )
@@ -38,7 +41,8 @@ def run_cycle(
 ) -> CycleResult:
     by_class: Counter[str] = Counter()
     n_repaired = n_unattr = 0
-    jids = Counter(classify.many(e.job_id for es in parsed.targets.values() for e in es))
+    entries = chain.from_iterable(parsed.targets.values())
+    jids = Counter(classify.many(map(_JOB_ID, entries)))
     for jid, n in jids.items():
         by_class[jid.id_class.label] += n
         n_repaired += n * jid.repaired

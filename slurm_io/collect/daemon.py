@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 
 from slurm_io.collect.cycle import CycleResult, run_cycle
+from slurm_io.collect.gc_policy import CycleGC
 from slurm_io.collect.source import LctlError, captured_reads, parse_file, read_lctl
 from slurm_io.delta import state_file
 from slurm_io.model import Entry, ParseResult
@@ -141,6 +142,7 @@ def replay(root: Path, *, state_dir: Path, spool: Spool, link: DatabaseLink,
     after a crash) neither loses nor double-counts anything.
     """
     collectors: dict[str, Collector] = {}
+    pause = CycleGC()
     totals = {"reads": 0, "skipped": 0, "rows": 0, "problems": 0, "entries": 0}
     for r in captured_reads(root):
         if stop is not None and stop.stopped:
@@ -151,8 +153,9 @@ def replay(root: Path, *, state_dir: Path, spool: Spool, link: DatabaseLink,
         if r.read_time <= c.last_read_time:
             totals["skipped"] += 1
             continue
-        res = c.process(r.read_time, parse_file(r.path, c.previous))
-        written, remaining = flush(spool, link)
+        with pause.cycle():
+            res = c.process(r.read_time, parse_file(r.path, c.previous))
+            written, remaining = flush(spool, link)
         _log_cycle(c, res, remaining, written)
         totals["reads"] += 1
         totals["rows"] += len(res.batch.deltas)
@@ -177,20 +180,23 @@ def live(*, name: str, command: str, command_timeout: float, interval: float, st
     c = Collector(name, state_dir, spool, classify, interval)
     flush(spool, link)
     cycles = 0
+    pause = CycleGC()
     while not stop.stopped:
         if not once:
             delay = next_tick(time.time(), interval) - time.time()
             if stop.event.wait(max(0.0, delay)):
                 break
-        try:
-            read_time, parsed = read_lctl(command, command_timeout, c.previous)
-        except LctlError as e:
-            log.error("%s: read failed: %s (the next read covers this interval)", name, e)
-            if once:
-                return 1
-            continue
-        res = c.process(read_time, parsed)
-        written, remaining = flush(spool, link)
+        with pause.cycle():
+            try:
+                read_time, parsed = read_lctl(command, command_timeout, c.previous)
+            except LctlError as e:
+                log.error("%s: read failed: %s (the next read covers this interval)", name, e)
+                if once:
+                    return 1
+                continue
+            res = c.process(read_time, parsed)
+            written, remaining = flush(spool, link)
+            del parsed
         _log_cycle(c, res, remaining, written)
         cycles += 1
         if once:

@@ -19,6 +19,8 @@ entries per target, so persisting it is the caller's business (see delta.state_f
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from itertools import compress
+from operator import sub
 from typing import NamedTuple
 
 from slurm_io.model import ByteStats, Delta, DeltaFlag, Entry
@@ -81,13 +83,11 @@ def _stats_diff(cur: ByteStats, prev: ByteStats) -> ByteStats:
 def _diff(e: Entry, p: Entry, t0: float, t1: float, flags: int) -> Delta | None:
     """Difference of two reads of one entry, or a full value when it was reset."""
     if e.names is p.names or e.names == p.names:
-        pairs = zip(e.names, e.samples, p.samples, strict=True)
-        samples = {}
-        for n, c, o in pairs:
-            if c != o:
-                if c < o:
-                    return _full(e, t0, t1, flags | DeltaFlag.RESET_DROP)
-                samples[n] = c - o
+        # C-level: differences, the reset test and the non-zero pairs without Python per counter
+        diffs = list(map(sub, e.samples, p.samples))
+        if min(diffs, default=0) < 0:
+            return _full(e, t0, t1, flags | DeltaFlag.RESET_DROP)
+        samples = dict(compress(zip(e.names, diffs, strict=True), diffs))
     else:  # the counter set changed (server upgraded between reads): compare by name
         before = dict(zip(p.names, p.samples, strict=True))
         samples = {}

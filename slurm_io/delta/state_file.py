@@ -14,12 +14,15 @@ from __future__ import annotations
 import marshal
 import os
 import tempfile
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
 from slurm_io.delta.engine import State, TargetState
 from slurm_io.fsutil import fsync_dir
 from slurm_io.model import ByteStats, Entry
+
+_DIGEST = attrgetter("digest")
 
 FORMAT_VERSION = 3
 
@@ -30,39 +33,42 @@ class CollectorState(NamedTuple):
 
 
 class Encoder:
-    """Encodes states to plain tuples, remembering the encoding of each Entry object.
+    """Encodes states to plain tuples, remembering the encoding of each entry by its digest.
 
-    The parser hands unchanged entries over as the very same objects from read to read, so
-    a collector that keeps one Encoder re-encodes only the entries that changed.
+    The parser hands unchanged entries over with the digest of their text, so a collector
+    that keeps one Encoder re-encodes only the entries that changed; the others are looked
+    up by C-level maps, with no Python code per entry. (Two entries with the same digest
+    printed the same id and counters, so their encodings are interchangeable: the target
+    is not part of an entry's encoding.)
     """
 
     def __init__(self) -> None:
         self._layouts: dict[tuple[str, ...], int] = {}
-        self._cache: dict[str, tuple[Entry, tuple]] = {}
+        self._cache: dict[int, tuple] = {}
+
+    def _encode_entry(self, e: Entry) -> tuple:
+        li = self._layouts.get(e.names)
+        if li is None:
+            li = self._layouts[e.names] = len(self._layouts)
+        return (e.raw_id, None if e.job_id is e.raw_id else e.job_id, e.snapshot_time,
+                e.start_time, li, e.samples, tuple((n, *st) for n, st in e.stats.items()),
+                e.digest)
 
     def encode(self, state: State) -> tuple:
-        layouts = self._layouts
-        old, new = self._cache, {}
+        old = self._cache
+        new: dict[int, tuple] = {}
         targets = {}
         for target, ts in state.items():
-            entries = []
-            for raw, e in ts.entries.items():
-                key = f"{target}\0{raw}"
-                hit = old.get(key)
-                if hit is not None and hit[0] is e:
-                    enc = hit[1]
-                else:
-                    li = layouts.get(e.names)
-                    if li is None:
-                        li = layouts[e.names] = len(layouts)
-                    enc = (raw, None if e.job_id is raw else e.job_id, e.snapshot_time,
-                           e.start_time, li, e.samples,
-                           tuple((n, *st) for n, st in e.stats.items()), e.digest)
-                new[key] = (e, enc)
-                entries.append(enc)
-            targets[target] = (ts.read_time, entries, tuple(ts.gone), dict(ts.since))
+            entries = list(ts.entries.values())
+            digests = list(map(_DIGEST, entries))
+            encs = list(map(old.get, digests))
+            for i in [i for i, x in enumerate(encs) if x is None]:
+                encs[i] = self._encode_entry(entries[i])
+            new.update(zip(digests, encs, strict=True))
+            targets[target] = (ts.read_time, encs, tuple(ts.gone), dict(ts.since))
+        new.pop(0, None)  # entries without a digest (robust path) are never looked up
         self._cache = new
-        order = sorted(layouts, key=layouts.__getitem__)
+        order = sorted(self._layouts, key=self._layouts.__getitem__)
         return (order, targets)
 
 

@@ -6,10 +6,10 @@ point therefore leaves the batch either in the spool or in the database -- possi
 which is harmless because `write_batch` is idempotent per (collector, seq).
 
 Files are named `<collector>.<seq:012d>.batch` so that a directory listing gives the replay
-order. The format is pickle (protocol 5): fast and exact for the NamedTuples of the model.
-Unpickling runs code chosen by whoever wrote the file, which is acceptable only because the
-directory is private: it is created mode 0700, files are 0600, and a spool directory owned
-by another user is refused rather than read.
+order. The format is marshal over plain tuples (store.batch_file; pickles of older versions
+are still read). Neither marshal nor pickle is meant for data of others, which is acceptable
+only because the directory is private: it is created mode 0700, files are 0600, and a spool
+directory owned by another user is refused rather than read.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import psycopg
 
 from slurm_io.fsutil import fsync_dir, pid_alive
 from slurm_io.model import Batch
+from slurm_io.store import batch_file
 from slurm_io.store.embedded import EmbeddedPostgresError
 from slurm_io.store.writer import write_batch
 
@@ -55,7 +56,7 @@ class Spool:
         if st.st_uid != os.geteuid():
             raise PermissionError(
                 f"spool directory {self.dir} belongs to uid {st.st_uid}; refusing to load "
-                "pickles another user could have written"
+                "batches another user could have written"
             )
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(self.dir, 0o700)
@@ -76,7 +77,7 @@ class Spool:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             with os.fdopen(fd, "wb") as out:
-                pickle.dump(batch, out, protocol=5)
+                out.write(batch_file.encode(batch))
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, path)
@@ -86,7 +87,7 @@ class Spool:
             raise
         fsync_dir(self.dir)
         # the batch just written is usually flushed right away: keep it so that the flush
-        # does not unpickle what is still in memory (the file is the durable copy)
+        # does not decode what is still in memory (the file is the durable copy)
         self._last = (path, batch)
         return path
 
@@ -104,11 +105,10 @@ class Spool:
         """The batch in `path` (ValueError when the file holds no batch)."""
         if self._last is not None and self._last[0] == path and path.exists():
             return self._last[1]
-        with open(path, "rb") as src:
-            batch = pickle.load(src)
-        if not isinstance(batch, Batch):
-            raise ValueError(f"{path} does not hold a Batch but a {type(batch).__name__}")
-        return batch
+        try:
+            return batch_file.decode(path.read_bytes())
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from e
 
     def remove(self, path: Path) -> None:
         if self._last is not None and self._last[0] == path:
@@ -167,7 +167,7 @@ class Spool:
         for database trouble: an outage (OperationalError, a server that cannot start) stops
         the replay and keeps the remaining files for the next flush; any other database error
         is logged with the file name and also keeps the files, since dropping a batch would
-        lose data. A file that cannot be unpickled is renamed to *.corrupt so it cannot block
+        lose data. A file that cannot be decoded is renamed to *.corrupt so it cannot block
         the spool.
         """
         paths = self.pending()
@@ -183,7 +183,7 @@ class Spool:
                 except FileNotFoundError:
                     continue  # replayed and removed by a concurrent flush
                 except (EOFError, pickle.UnpicklingError, ValueError, AttributeError,
-                        ImportError, IndexError, TypeError) as exc:
+                        ImportError, IndexError, TypeError, KeyError) as exc:
                     self._quarantine(current, exc, log)
                     continue
                 if write_batch(conn, batch):
