@@ -72,10 +72,13 @@ class Collector:
         res = run_cycle(self.targets, parsed, read_time, collector=self.name,
                         seq=self.seq + 1, classify=self.classify, period=self.period)
         self.spool.put(res.batch)
+        # drop the previous state before saving the new one (the entries it replaced would
+        # otherwise double the peak memory); if the save fails, the exception ends the
+        # daemon and a restart loads the saved state, so nothing relies on the old one
+        self.targets = res.state
         state_file.save(self.state_path, state_file.CollectorState(self.seq + 1, res.state),
                         self._encoder)
         self.seq += 1
-        self.targets = res.state
         for p in parsed.problems[:20]:
             log.warning("%s: %s line %d id=%r: %s: %r", self.name, p.target, p.line, p.raw_id,
                         p.message, p.text)

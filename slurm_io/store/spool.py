@@ -77,7 +77,7 @@ class Spool:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             with os.fdopen(fd, "wb") as out:
-                out.write(batch_file.encode(batch))
+                batch_file.write(batch, out)
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, path)

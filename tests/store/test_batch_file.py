@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import pickle
 
 import pytest
@@ -59,3 +60,24 @@ def test_a_spooled_file_read_by_a_new_process_equals_the_batch(tmp_path):
     path = Spool(tmp_path).put(batch)
     assert path.read_bytes().startswith(batch_file.MAGIC)
     assert Spool(tmp_path).load(path) == batch
+
+
+def test_a_batch_written_in_many_records_reads_back_equal(monkeypatch):
+    monkeypatch.setattr(batch_file, "_RECORD_DELTAS", 1)
+    batch = _batch()
+    assert batch_file.decode(batch_file.encode(batch)) == batch
+
+
+def test_a_batch_of_the_first_marshal_format_is_still_read():
+    batch = _batch()
+    old = (batch.collector, batch.seq, batch.read_time, batch.targets,
+           batch_file._plain(batch.deltas), batch.n_entries, batch.n_problems,
+           batch.n_repaired, batch.n_unattributable)
+    assert batch_file.decode(b"SIOB\x01" + marshal.dumps(old, 4)) == batch
+
+
+def test_a_cut_batch_file_is_refused_not_half_read(monkeypatch):
+    monkeypatch.setattr(batch_file, "_RECORD_DELTAS", 1)
+    data = batch_file.encode(_batch())
+    with pytest.raises((ValueError, EOFError)):
+        batch_file.decode(data[:-30])
