@@ -39,6 +39,7 @@ def child(kind: str, entries: int, release: str, dsn: str) -> dict:
     from slurm_io.collect import daemon
     from slurm_io.collect.gc_policy import CycleGC
     from slurm_io.collect.source import parse_file
+    from slurm_io.delta import state_file
     from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
     from slurm_io.store import migrate
     from slurm_io.store.spool import Spool
@@ -74,6 +75,15 @@ def child(kind: str, entries: int, release: str, dsn: str) -> dict:
         del parsed
     cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
     b1 = backend_cpu()
+    max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    journal_MB = c._store.journal.stat().st_size / 1e6 if c._store.journal.exists() else 0.0
+    # what the cycle would have cost with a snapshot instead of a journal record (every
+    # 30th cycle, or when the journal is as large as the snapshot)
+    cpu1 = _cpu()
+    with pause.cycle():
+        c._store._snapshot(state_file.CollectorState(c.seq, c.targets))
+    cpu_snapshot = _cpu() - cpu1
+    snapshot_MB = c.state_path.stat().st_size / 1e6
     link.reset()
     shutil.rmtree(state, ignore_errors=True)
     return {
@@ -83,7 +93,9 @@ def child(kind: str, entries: int, release: str, dsn: str) -> dict:
         "cpu_repair_delta_spool_state_s": round(cpu_delta, 2),
         "cpu_copy_s": round(cpu - cpu_parse - cpu_delta, 2),
         "wall_s": round(wall, 2), "backend_cpu_s": round(b1 - b0, 2),
-        "max_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "journal_MB": round(journal_MB, 1), "snapshot_cpu_s": round(cpu_snapshot, 2),
+        "snapshot_MB": round(snapshot_MB, 1),
+        "max_rss_MB": round(max_rss, 1),
         "written": written, "remaining": remaining,
     }
 

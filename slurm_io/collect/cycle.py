@@ -27,6 +27,7 @@ class CycleResult(NamedTuple):
     by_class: Counter[str]  # entries read, by id class
     baseline_targets: list[str]
     stale_targets: list[str]
+    changed: dict[str, list[str]]  # target -> ids whose entry was replaced (for the journal)
 
 
 def run_cycle(
@@ -61,4 +62,5 @@ def run_cycle(
         n_repaired=n_repaired,
         n_unattributable=n_unattr,
     )
-    return CycleResult(res.state, batch, by_class, res.baseline_targets, res.stale_targets)
+    return CycleResult(res.state, batch, by_class, res.baseline_targets, res.stale_targets,
+                       res.changed)

@@ -4,7 +4,8 @@ Per read, in this order, so that a crash anywhere neither loses nor double-count
 
 1. parse + classify + delta (pure, collect.cycle)
 2. spool the batch durably (fsync) with the next sequence number
-3. save the state (atomic rename) recording that sequence number
+3. save the state recording that sequence number (a journal record or a snapshot, both
+   durable before the next step: delta.state_store)
 4. flush the spool into PostgreSQL (each batch exactly once: ingest_batch (collector, seq))
 
 At start-up, spooled batches with a sequence number above the saved state's are discarded:
@@ -30,6 +31,7 @@ from slurm_io.collect.cycle import CycleResult, run_cycle
 from slurm_io.collect.gc_policy import CycleGC
 from slurm_io.collect.source import LctlError, captured_reads, parse_file, read_lctl
 from slurm_io.delta import state_file
+from slurm_io.delta.state_store import StateStore
 from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
 from slurm_io.store.db import DatabaseLink
@@ -50,10 +52,13 @@ class Collector:
         self.spool = spool
         self.classify = classify
         self.period = period
-        st = state_file.load(self.state_path)
+        self._store = StateStore(self.state_path)
+        st = self._store.load()
+        if self._store.torn_records:
+            log.warning("%s: the last state save was cut by a crash; its batch is discarded "
+                        "and the next read covers its interval", name)
         self.seq = st.seq
         self.targets = st.targets
-        self._encoder = state_file.Encoder()
         dropped = spool.discard_after(name, self.seq)
         if dropped:
             log.warning("%s: discarded %d spooled batch(es) whose state was never saved "
@@ -76,8 +81,7 @@ class Collector:
         # otherwise double the peak memory); if the save fails, the exception ends the
         # daemon and a restart loads the saved state, so nothing relies on the old one
         self.targets = res.state
-        state_file.save(self.state_path, state_file.CollectorState(self.seq + 1, res.state),
-                        self._encoder)
+        self._store.save(state_file.CollectorState(self.seq + 1, res.state), res.changed)
         self.seq += 1
         for p in parsed.problems[:20]:
             log.warning("%s: %s line %d id=%r: %s: %r", self.name, p.target, p.line, p.raw_id,

@@ -43,6 +43,9 @@ class DeltaResult(NamedTuple):
     deltas: list[Delta]
     baseline_targets: list[str]  # targets seen for the first time (no deltas yet)
     stale_targets: list[str]  # targets whose read is not newer than the state: skipped
+    # per target updated by this read: ids whose entry is not the very object of the previous
+    # state (a superset of what changed), for a journal of state changes (state_store)
+    changed: dict[str, list[str]] = {}  # noqa: RUF012 - NamedTuple default, never mutated
 
 
 def _full(e: Entry, t0: float, t1: float, flags: int) -> Delta | None:
@@ -136,6 +139,7 @@ def compute(
     deltas: list[Delta] = []
     baseline: list[str] = []
     stale: list[str] = []
+    changed: dict[str, list[str]] = {}
     broken_ids = broken_ids or {}
     for target, entries in targets.items():
         cur = {e.raw_id: e for e in entries}
@@ -143,6 +147,7 @@ def compute(
         if prev is None:
             new_state[target] = TargetState(read_time, cur, frozenset(), {})
             baseline.append(target)
+            changed[target] = list(cur)
             continue
         if read_time <= prev.read_time:
             stale.append(target)
@@ -153,10 +158,12 @@ def compute(
         start_changed = DeltaFlag.RESET_START
         since = prev.since
         shrunk: list[str] = []
+        replaced = changed[target] = []
         for rid, e in cur.items():
             p = pe.get(rid)
             if p is e:
                 continue  # the parser reused the previous read's entry: unchanged text
+            replaced.append(rid)
             if since and rid in since:
                 t0 = since[rid]
                 flags = DeltaFlag.GAP if read_time - t0 > 1.5 * period else DeltaFlag.NONE
@@ -194,4 +201,4 @@ def compute(
                 new_since[rid] = since.get(rid, prev.read_time)
         gone = frozenset(pe.keys() - cur.keys()) if len(pe) else frozenset()
         new_state[target] = TargetState(read_time, cur, gone, new_since)
-    return DeltaResult(new_state, deltas, baseline, stale)
+    return DeltaResult(new_state, deltas, baseline, stale, changed)

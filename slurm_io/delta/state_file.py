@@ -84,24 +84,35 @@ class Encoder:
             yield (target, ts.read_time, tuple(ts.gone), dict(ts.since), n_records)
             for i in range(0, len(entries), _RECORD_ENTRIES):
                 yield self.encode(entries[i:i + _RECORD_ENTRIES])
-        yield sorted(self._layouts, key=self._layouts.__getitem__)
+        yield self.layouts()
+
+    def layouts(self) -> list[tuple[str, ...]]:
+        """The layouts in index order (what encoded entries' layout numbers refer to)."""
+        return sorted(self._layouts, key=self._layouts.__getitem__)
+
+
+def decode_entries(target: str, entries: list, layouts: list[tuple[str, ...]]
+                   ) -> dict[str, Entry]:
+    """raw id -> Entry of encoded entries (format 3 or 4) of one target."""
+    es = {}
+    for enc in entries:
+        if len(enc) == 8:  # format 3: stats as (name, *values)
+            raw, job, snap, start, li, samples, stats, digest = enc
+            stat_dict = {st[0]: ByteStats(*st[1:]) for st in stats}
+        else:
+            raw, job, snap, start, li, samples, keys, stats, digest = enc
+            stat_dict = dict(zip(keys, map(ByteStats._make, stats), strict=True))
+        es[raw] = Entry(target, raw, raw if job is None else job, snap, start, layouts[li],
+                        samples, stat_dict, digest)
+    return es
 
 
 def _decode(layouts: list, targets: dict) -> State:
     layouts = [tuple(x) for x in layouts]
     state: State = {}
     for target, (read_time, entries, gone, since) in targets.items():
-        es = {}
-        for enc in entries:
-            if len(enc) == 8:  # format 3: stats as (name, *values)
-                raw, job, snap, start, li, samples, stats, digest = enc
-                stat_dict = {st[0]: ByteStats(*st[1:]) for st in stats}
-            else:
-                raw, job, snap, start, li, samples, keys, stats, digest = enc
-                stat_dict = dict(zip(keys, map(ByteStats._make, stats), strict=True))
-            es[raw] = Entry(target, raw, raw if job is None else job, snap, start, layouts[li],
-                            samples, stat_dict, digest)
-        state[target] = TargetState(read_time, es, frozenset(gone), since)
+        state[target] = TargetState(read_time, decode_entries(target, entries, layouts),
+                                    frozenset(gone), since)
     return state
 
 
