@@ -313,7 +313,10 @@ class Parser:
         buf = self._buf
         if not final:
             # keep the last (possibly incomplete) entry or header line in the buffer
-            cut = max(buf.rfind(b"\n- job_id:"), buf.rfind(b".job_stats="))
+            cut = buf.rfind(b"\n- job_id:")
+            # a header after the last entry start (searched in that tail only: a backward
+            # search of the whole buffer for a header that is rarely there costs a full scan)
+            cut = max(cut, buf.find(b".job_stats=", max(cut, 0)))
             if cut <= 0:
                 return
             cut = buf.rfind(b"\n", 0, cut + 1)
