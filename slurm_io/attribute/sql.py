@@ -1,8 +1,8 @@
 """Fetching what attribution needs from PostgreSQL, and storing its results (thin adapter).
 
 Three indexed queries per job: deltas naming the job (jobstats_delta_job), `:uid:host`
-deltas on its nodes in its window (jobstats_delta_host_ts), and the jobs of the same uid on
-those nodes (job_node_host_uid). All decisions are made in attribute.core.
+deltas on its nodes in its window (jobstats_delta_host_ts, which holds only those), and the
+jobs of the same uid on those nodes (job_node_host_uid). All decisions are made in attribute.core.
 """
 
 from __future__ import annotations
@@ -133,18 +133,24 @@ def direct_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[De
         return delta_rows(cur)
 
 
+# The id class is a constant in the text, not a parameter: jobstats_delta_host_ts only holds
+# JOB_MISSING rows (sql/0008), and a generic plan cannot match a parameter to that predicate.
+RECOVERED_SQL = (
+    DELTA_SELECT + "WHERE d.host_id = ANY(SELECT host_id FROM host WHERE name = ANY(%s)) "
+    f"AND d.uid = %s AND d.id_class = {int(IdClass.JOB_MISSING)} "
+    "AND d.ts_end > %s AND d.ts_start < %s "
+    # an interval is at most a collector outage long: bound ts_end for partition pruning
+    "AND d.ts_end < %s"
+)
+
+
 def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
     if j.uid is None or not j.nodes or j.start is None:
         return []
     end = j.end if j.end is not None else now
     with conn.cursor() as cur:
-        cur.execute(
-            DELTA_SELECT + "WHERE d.host_id = ANY(SELECT host_id FROM host WHERE name = ANY(%s)) "
-            "AND d.uid = %s AND d.id_class = %s AND d.ts_end > %s AND d.ts_start < %s "
-            # an interval is at most a collector outage long: bound ts_end for partition pruning
-            "AND d.ts_end < %s",
-            (list(j.nodes), j.uid, int(IdClass.JOB_MISSING), _ts(j.start), _ts(end),
-             _ts(end + MARGIN)))
+        cur.execute(RECOVERED_SQL, (list(j.nodes), j.uid, _ts(j.start), _ts(end),
+                                    _ts(end + MARGIN)))
         return delta_rows(cur)
 
 

@@ -10,6 +10,10 @@ faster than text COPY), and target/host names are mapped to integer ids first (t
 row costs ~30 % of ingest speed with indexes). The name -> id maps are cached per
 connection; ids enter the cache only after the transaction that created them committed, so
 a rolled-back batch can never leave an id in the cache that the database does not have.
+The client and the server share two cores at >= 150k rows/s (bench/bench_ingest.py), so the
+rows are made in small chunks while the server inserts the previous ones
+(rows.copy_rows), and nothing scans the whole batch before the COPY starts: a name without
+cached id sets its row aside for a second COPY in the same transaction.
 
 Partitions for the batch's days are ensured before the batch transaction, in their own
 short transaction: partition DDL is idempotent and harmless if the batch then fails, and
@@ -18,20 +22,19 @@ this keeps its locks out of the (longer) COPY transaction.
 
 from __future__ import annotations
 
-import json
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import errors, pq, sql
 from psycopg.copy import LibpqWriter
-from psycopg.types.json import set_json_dumps
 
-from slurm_io.model import Batch
+from slurm_io.model import Batch, Delta, JobId
 from slurm_io.store import partitions
-from slurm_io.store.rows import delta_column_types, delta_columns, parse_target_name, to_row
+from slurm_io.store.rows import copy_rows, copy_wire_types, delta_columns, parse_target_name
 
 AHEAD_DAYS = 2  # partitions created ahead of a batch's newest day
 # By default psycopg waits for the socket to drain after every 1 MB sent, so the client
@@ -39,41 +42,16 @@ AHEAD_DAYS = 2  # partitions created ahead of a batch's newest day
 # this many bytes (~45k rows) queue in libpq's buffer keeps both busy (faster in most of our
 # runs on 2 cores; the memory is bounded by the batch size anyway).
 COPY_FLUSH_BYTES = 16 << 20
+# Rows made per step of the COPY: the server gets work after the first chunk, and a chunk's
+# rows (lists, tracked by the garbage collector) stay below its 700-allocation trigger.
+COPY_CHUNK_ROWS = 500
 
 _COPY_SQL = sql.SQL("COPY jobstats_delta ({}) FROM STDIN (FORMAT BINARY)").format(
     sql.SQL(", ").join(sql.Identifier(c) for c in delta_columns())
 )
-_COPY_TYPES = delta_column_types()
+_COPY_TYPES = copy_wire_types()
 _T1, _TARGET, _HOST = attrgetter("t1"), attrgetter("target"), attrgetter("host")
-
-# JSON keys known not to need escaping (histogram labels, counter names: a small vocabulary).
-_PLAIN_KEYS: set[str] = set()
-_MAX_PLAIN_KEYS = 10_000
-
-
-def _plain_key(key: object) -> bool:
-    if not isinstance(key, str) or len(_PLAIN_KEYS) >= _MAX_PLAIN_KEYS:
-        return False
-    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
-        _PLAIN_KEYS.add(key)
-        return True
-    return False
-
-
-def _json_dumps(obj: object) -> str:
-    """json.dumps for the {str: int} objects of hist/extra, ~2x faster (0.7 vs 1.8 us).
-
-    Every row with a histogram or an unknown counter needs one, so at ingest rates this is a
-    measurable cost. Anything but a dict of plain keys to exact ints goes to json.dumps.
-    """
-    if type(obj) is dict:
-        parts = []
-        for key, value in obj.items():
-            if type(value) is not int or (key not in _PLAIN_KEYS and not _plain_key(key)):
-                return json.dumps(obj)
-            parts.append(f'"{key}":{value}')
-        return "{" + ",".join(parts) + "}"
-    return json.dumps(obj)
+_DELTA, _JOBID = itemgetter(0), itemgetter(1)
 
 
 @dataclass
@@ -93,17 +71,19 @@ def write_batch(conn: psycopg.Connection, batch: Batch) -> bool:
     `conn` must have no transaction in progress: the commit here must not commit a caller's
     unrelated work, and exactly-once needs the ingest_batch row and the rows to share one
     transaction of their own. A missing partition (dropped by another process after this
-    connection cached it) is repaired by one retry.
+    connection cached it, or the day of a row that the first attempt did not look at) is
+    repaired by one retry that ensures the day of every row.
     """
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("write_batch() needs a connection with no transaction in progress")
     try:
-        return _write(conn, batch)
+        return _write(conn, batch, every_day=False)
     except errors.CheckViolation:
-        # "no partition of relation found for row": our cache was stale. The transaction
-        # rolled back, so retrying from scratch is safe; a real check failure raises again.
+        # "no partition of relation found for row": our cache was stale or a row's day was
+        # not ensured. The transaction rolled back, so retrying from scratch is safe; a real
+        # check failure raises again.
         partitions.forget(conn)
-        return _write(conn, batch)
+        return _write(conn, batch, every_day=True)
 
 
 def _days(ends: set[float]) -> set[date]:
@@ -115,22 +95,26 @@ def _days(ends: set[float]) -> set[date]:
     return days
 
 
-def _write(conn: psycopg.Connection, batch: Batch) -> bool:
+def _write(conn: psycopg.Connection, batch: Batch, *, every_day: bool) -> bool:
     dims = _dimensions.get(conn)
     if dims is None:
         dims = _dimensions[conn] = _Dimensions()
-    # One pass per attribute with C-level map/attrgetter: ~0.1 us per row instead of ~1 us
-    # for Python-level set comprehensions.
-    if batch.deltas:
-        deltas, jids = zip(*batch.deltas, strict=True)
-        ends, names = set(map(_T1, deltas)), set(map(_TARGET, deltas))
-        host_names = set(map(_HOST, jids))
-        host_names.discard(None)
-        host_names.discard("")
+    pairs = batch.deltas
+    # Nothing here looks at every row before the COPY: that pass alone cost ~0.9 us per row
+    # (a cache miss on each delta and id object) while the server waited for data. A batch
+    # is one read of a server's targets, so the first and last rows give its days; a row of
+    # another day that has no partition fails the COPY and write_batch retries with them all.
+    # Targets and hosts not yet cached are found while the rows are made (see _copy).
+    if not pairs:
+        ends: set[float] = set()
+    elif every_day:
+        ends = set(map(_T1, map(_DELTA, pairs)))
     else:
-        ends, names, host_names = set(), set(), set()
+        ends = {pairs[0][0].t1, pairs[-1][0].t1}
     partitions.ensure_days(conn, _days(ends))
 
+    new_targets: dict[str, int] = {}
+    new_hosts: dict[str, int] = {}
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(
             """
@@ -142,32 +126,47 @@ def _write(conn: psycopg.Connection, batch: Batch) -> bool:
             """,
             (
                 batch.collector, batch.seq, datetime.fromtimestamp(batch.read_time, UTC),
-                len(batch.deltas), batch.n_entries, batch.n_problems, batch.n_repaired,
+                len(pairs), batch.n_entries, batch.n_problems, batch.n_repaired,
                 batch.n_unattributable, list(batch.targets),
             ),
         )
         if cur.fetchone() is None:
             return False  # already ingested: the empty transaction just commits
-        new_targets = _target_ids(cur, names - dims.targets.keys())
-        new_hosts = _host_ids(cur, host_names - dims.hosts.keys())
-        targets = dims.targets | new_targets if new_targets else dims.targets
-        hosts = dims.hosts | new_hosts if new_hosts else dims.hosts
-        if batch.deltas:
-            host_id = hosts.get
-            set_json_dumps(_json_dumps, context=cur)
-            writer = LibpqWriter(cur, flush_threshold=COPY_FLUSH_BYTES)
-            with cur.copy(_COPY_SQL, writer=writer) as copy:
-                copy.set_types(_COPY_TYPES)
-                write_row = copy.write_row
-                for delta, jid in batch.deltas:
-                    host = jid.host
-                    write_row(
-                        to_row(delta, jid, targets[delta.target], host_id(host) if host else None)
-                    )
+        if pairs:
+            # Rows naming a target or host without a cached id wait in `late` while the
+            # others are copied; their names are then added (same transaction) and they
+            # follow in a second COPY. In steady state `late` is empty.
+            late = _copy(cur, pairs, dims.targets, dims.hosts)
+            if late:
+                names = set(map(_TARGET, map(_DELTA, late))) - dims.targets.keys()
+                hosts = set(filter(None, map(_HOST, map(_JOBID, late)))) - dims.hosts.keys()
+                new_targets = _target_ids(cur, names)
+                new_hosts = _host_ids(cur, hosts)
+                still = _copy(cur, late, dims.targets | new_targets, dims.hosts | new_hosts)
+                if still:  # cannot happen: every name of `late` has just been given an id
+                    raise RuntimeError(f"no id for the target/host of {len(still)} rows")
     # Committed: only now may the new ids enter the cache.
     dims.targets.update(new_targets)
     dims.hosts.update(new_hosts)
     return True
+
+
+def _copy(cur: psycopg.Cursor, pairs: list[tuple[Delta, JobId]], targets: dict[str, int],
+          hosts: dict[str, int]) -> list[tuple[Delta, JobId]]:
+    """Binary COPY of the rows whose target and host have ids; return the other pairs.
+
+    The rows are made chunk by chunk so that the server works on one chunk while the next is
+    being made (client and server run on different cores).
+    """
+    late: list[tuple[Delta, JobId]] = []
+    writer = LibpqWriter(cur, flush_threshold=COPY_FLUSH_BYTES)
+    with cur.copy(_COPY_SQL, writer=writer) as copy:
+        copy.set_types(_COPY_TYPES)
+        write_row = copy.write_row
+        for i in range(0, len(pairs), COPY_CHUNK_ROWS):
+            rows = copy_rows(pairs[i:i + COPY_CHUNK_ROWS], targets, hosts, late)
+            deque(map(write_row, rows), 0)  # the write_row calls without a Python loop
+    return late
 
 
 def _target_ids(cur: psycopg.Cursor, names: set[str]) -> dict[str, int]:

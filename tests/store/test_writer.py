@@ -207,6 +207,45 @@ def test_partitions_exist_for_the_batch_days_and_ahead(db_dsn: str) -> None:
     assert [(d - first).days for d in days] == [0, 3, 4, 5]
 
 
+def test_a_row_on_a_day_the_first_and_last_rows_do_not_show_gets_its_partition(
+    db_dsn: str,
+) -> None:
+    # The writer ensures the days of the first and last rows up front; the middle row's day
+    # has no partition yet, so its COPY fails and the batch is retried with every day.
+    day = 86400
+    deltas = [(_delta(t1=T1, raw_id=f"{i}:1001:node17"), _jid()) for i in range(3)]
+    deltas[1] = (_delta(t1=T1 + 5 * day, raw_id="late:1001:node17"), _jid())
+    with psycopg.connect(db_dsn) as conn:
+        assert write_batch(conn, _batch(deltas))
+        days = sorted(partitions.existing_days(conn))
+        stored = conn.execute("SELECT count(*) FROM jobstats_delta").fetchone()
+        batches = conn.execute("SELECT count(*) FROM ingest_batch").fetchone()
+    first = partitions.day_of(T1)
+    assert stored == (3,) and batches == (1,)
+    assert [(d - first).days for d in days] == [0, 1, 2, 5, 6, 7]
+
+
+def test_rows_naming_new_hosts_and_targets_among_known_ones_are_all_written(
+    db_dsn: str,
+) -> None:
+    known = [(_delta(raw_id=f"{i}:1:a"), _jid(job=i, host="a")) for i in range(3)]
+    mixed = [
+        (_delta(raw_id="10:1:a"), _jid(job=10, host="a")),
+        (_delta(raw_id="11:1:b"), _jid(job=11, host="b")),  # new host
+        (_delta("scratch-OST0007", raw_id="12:1:a"), _jid(job=12, host="a")),  # new target
+        (_delta(raw_id="13:1:a"), _jid(job=13, host="a")),
+    ]
+    with psycopg.connect(db_dsn) as conn:
+        assert write_batch(conn, _batch(known, seq=1))
+        assert write_batch(conn, _batch(mixed, seq=2))
+        rows = conn.execute(
+            "SELECT d.job, h.name, t.name FROM jobstats_delta d JOIN host h USING (host_id) "
+            "JOIN fs_target t USING (target_id) WHERE d.job >= 10 ORDER BY d.job"
+        ).fetchall()
+    assert rows == [(10, "a", "scratch-OST0003"), (11, "b", "scratch-OST0003"),
+                    (12, "a", "scratch-OST0007"), (13, "a", "scratch-OST0003")]
+
+
 def test_an_empty_batch_is_recorded(db_dsn: str) -> None:
     with psycopg.connect(db_dsn) as conn:
         assert write_batch(conn, _batch([], seq=9))
