@@ -14,6 +14,7 @@ from __future__ import annotations
 import marshal
 import os
 import tempfile
+from array import array
 from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
@@ -21,10 +22,10 @@ from typing import BinaryIO, NamedTuple
 
 from slurm_io.delta.engine import State, TargetState
 from slurm_io.fsutil import fsync_dir
-from slurm_io.model import ByteStats, Entry
+from slurm_io.model import ByteStats, Entry, counts
 
-FORMAT_VERSION = 4
-_READABLE_VERSIONS = (3, 4)
+FORMAT_VERSION = 5  # 5: samples as the bytes of their u64 array (4: tuples of ints)
+_READABLE_VERSIONS = (3, 4, 5)
 _MAGIC = "slurm-io collector state"
 # entries per marshal record: the file is written record by record, so the bytes of the
 # whole state (~30 MB for a 100k-entry OST) never sit in memory at once
@@ -61,6 +62,7 @@ class Encoder:
         _, raws, jobs, snaps, starts, names, samples, stats, digests = zip(*entries,
                                                                             strict=True)
         jobs = [None if j is r else j for r, j in zip(raws, jobs, strict=True)]
+        samples = [s.tobytes() if type(s) is array else counts(s).tobytes() for s in samples]
         keys = list(map(tuple, stats))
         counts = list(map(len, stats))
         flat = list(map(tuple, chain.from_iterable(map(dict.values, stats))))
@@ -102,8 +104,9 @@ def decode_entries(target: str, entries: list, layouts: list[tuple[str, ...]]
         else:
             raw, job, snap, start, li, samples, keys, stats, digest = enc
             stat_dict = dict(zip(keys, map(ByteStats._make, stats), strict=True))
+        # bytes (format 5) or a tuple of ints (3, 4): counts() takes both
         es[raw] = Entry(target, raw, raw if job is None else job, snap, start, layouts[li],
-                        samples, stat_dict, digest)
+                        counts(samples), stat_dict, digest)
     return es
 
 
@@ -146,7 +149,7 @@ def load(path: Path) -> CollectorState:
                 # format 3: one record (3, seq, (layouts, targets))
                 seq, (layouts, targets) = head[1], head[2]
             elif isinstance(head, tuple) and len(head) == 3 and head[0] == _MAGIC and (
-                    head[1] == FORMAT_VERSION):
+                    head[1] in (4, FORMAT_VERSION)):
                 seq, targets, layouts = _read(f)
             else:
                 version = head[1] if isinstance(head, tuple) and len(head) == 3 else head

@@ -26,7 +26,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_, itemgetter
 from typing import NamedTuple
 
-from slurm_io.model import ByteStats, Entry, ParseProblem, ParseResult
+from slurm_io.model import ByteStats, Entry, ParseProblem, ParseResult, counts
 
 CHUNK_CHARS = 1 << 20  # bytes of entries per fast-path chunk
 UNKNOWN_TARGET = "unknown"
@@ -505,7 +505,10 @@ class Parser:
             stats = [dict(zip(bnames, xs, strict=True)) for xs in zip(*per_counter, strict=True)]
             if not bnames:
                 stats = [{} for _ in range(n)]
-        samples = list(zip(*map(col, shape.sample_idx), strict=True))
+        try:
+            samples = list(map(counts, zip(*map(col, shape.sample_idx), strict=True)))
+        except OverflowError:
+            return None  # a value beyond Lustre's u64: the robust path reports it
         raws = list(map(bytes.decode, map(bytes.strip, ids)))
         # with nothing to decode, job_id is the very same string as raw_id
         decode = b'"' in compact or b"\\x" in compact
@@ -564,10 +567,13 @@ class Parser:
                 stats[nm[i]] = ByteStats(
                     int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None, hist)
             raw = ids[e].strip().decode("ascii")
+            try:
+                values = counts(map(int, map(_COL_SAMPLES, rws)))
+            except OverflowError:
+                return False  # a value beyond Lustre's u64: the robust path reports it
             out.append(
                 Entry(target, raw, decode_job_id(raw), float(snap_s) if snap_s else None,
-                      float(start_s) if start_s else None, nm,
-                      tuple(map(int, map(_COL_SAMPLES, rws))), stats,
+                      float(start_s) if start_s else None, nm, values, stats,
                       digests[e] if digests is not None else 0)
             )
         # every line must have been taken by exactly one branch and every counter line must
@@ -631,10 +637,18 @@ class Parser:
                 self._damaged.add(self._target)
             else:
                 lay = _layout(tuple(cur["names"]))
-                out.append(
-                    Entry(self._target, cur["raw"], decode_job_id(cur["raw"]), cur["snap"],
-                          cur["start"], lay[0], tuple(cur["samples"]), cur["stats"])
-                )
+                try:
+                    values = counts(cur["samples"])
+                except OverflowError:
+                    self._problems.append(ParseProblem(
+                        self._target, cur["line"], cur["raw"],
+                        "counter value beyond 64 bits", ""))
+                    self._broken.setdefault(self._target, set()).add(cur["raw"])
+                    self._damaged.add(self._target)
+                else:
+                    out.append(
+                        Entry(self._target, cur["raw"], decode_job_id(cur["raw"]), cur["snap"],
+                              cur["start"], lay[0], values, cur["stats"]))
             cur = None
 
         def problem(lineno: int, text: str, msg: str) -> None:

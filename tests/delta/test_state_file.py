@@ -8,6 +8,7 @@ import pytest
 
 from slurm_io.delta import state_file
 from slurm_io.delta.engine import compute
+from slurm_io.model import counts
 from slurm_io.parse.jobstats import parse
 from tests.parse import samples
 
@@ -66,7 +67,7 @@ def test_a_state_of_the_previous_format_is_still_read(tmp_path):
     st, _ = _big_state()
     records = list(state_file.Encoder().records(st))
     layouts, meta = records[-1], records[1]
-    entries = [(raw, job, snap, start, li, samples,
+    entries = [(raw, job, snap, start, li, tuple(counts(samples)),
                 tuple((n, *st) for n, st in zip(keys, stats, strict=True)), digest)
                for rec in records[2:-1]
                for raw, job, snap, start, li, samples, keys, stats, digest in rec]

@@ -65,7 +65,7 @@ def test_render_then_parse_gives_the_entries_back(data):
     got = r.targets[target]
     assert [g.job_id for g in got] == [e.job_id for e in es]
     for g, e in zip(got, es, strict=True):
-        assert g.names == e.names and g.samples == e.samples
+        assert g.names == e.names and tuple(g.samples) == e.samples
         for n, s in e.stats.items():
             assert g.stats[n].sum == s.sum and g.stats[n].samples == s.samples
             assert (g.stats[n].min, g.stats[n].max) == (s.min, s.max)
