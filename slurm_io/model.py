@@ -52,14 +52,15 @@ class ByteStats(NamedTuple):
     hist: tuple[tuple[str, int], ...] | None  # (bucket label, count); None when not printed
 
 
-def counts(values: Iterable[int]) -> array:
-    """Counter samples as Entry keeps them: a packed array of unsigned 64-bit integers.
+def counts(values: Iterable[int] | bytes) -> array:
+    """Counter samples as Entry keeps them: a packed array of 64-bit integers.
 
     Why not a tuple: a collector holds ~100k entries per target in its state, and 25 counters
-    as a tuple of int objects take ~660 bytes where the array takes ~280. Lustre's counters
-    are u64, so a larger value is damage (OverflowError).
+    as a tuple of int objects take ~660 bytes where the array takes ~280. Signed because they
+    are stored as PostgreSQL bigint: a larger value (9.2e18 operations on one target) is
+    damage, and array() says so (OverflowError).
     """
-    return array("Q", values)
+    return array("q", values)
 
 
 class Entry(NamedTuple):

@@ -28,6 +28,11 @@ from typing import NamedTuple
 
 from slurm_io.model import ByteStats, Entry, ParseProblem, ParseResult, counts
 
+_MAX_DIGITS = 20  # a u64 has at most 20 decimal digits
+_U64_MAX = (1 << 64) - 1
+# counters, sums and extremes are stored as PostgreSQL bigint: a larger value is damage
+# (Lustre would need ~9 EB on one target); a sum of squares (float8 there) may use all 64 bits
+_I64_MAX = (1 << 63) - 1
 CHUNK_CHARS = 1 << 20  # bytes of entries per fast-path chunk
 UNKNOWN_TARGET = "unknown"
 
@@ -101,11 +106,17 @@ def _hist_bytes(inner: bytes) -> tuple[tuple[str, int], ...]:
         return ()
     if b"," not in inner:  # the common case: one bucket
         label, value = inner.split(b":")
-        return ((_LABEL(label), int(value)),)
+        count = int(value)
+        if count > _U64_MAX:
+            raise ValueError("histogram count beyond 64 bits")
+        return ((_LABEL(label), count),)
     if inner.count(b":") != inner.count(b",") + 1:
         raise ValueError(f"damaged histogram {inner[:80]!r}")
     parts = inner.replace(b",", b":").split(b":")
-    return tuple(zip(map(_LABEL, parts[::2]), map(int, parts[1::2]), strict=True))
+    values = list(map(int, parts[1::2]))
+    if max(values) > _U64_MAX:
+        raise ValueError("histogram count beyond 64 bits")
+    return tuple(zip(map(_LABEL, parts[::2]), values, strict=True))
 
 
 def _hist(text: str) -> tuple[tuple[str, int], ...]:
@@ -116,7 +127,8 @@ def _hist(text: str) -> tuple[tuple[str, int], ...]:
     try:
         return tuple((k.strip(), int(v)) for k, v in (p.split(":") for p in inner.split(",")))
     except ValueError:
-        return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text))
+        # items that read as label: count; a count too long for a u64 is damage, dropped
+        return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text) if len(v) <= _MAX_DIGITS)
 
 
 def _time(v: str) -> float:
@@ -462,7 +474,10 @@ class Parser:
             if out is not None:
                 self._emit(out)
                 return True
-        return self._generic(compact, ids, digests)
+        try:
+            return self._generic(compact, ids, digests)
+        except ValueError:
+            return False  # a number int() refuses (thousands of digits): the robust path
 
     def _shaped(self, shape: _Shape, compact: bytes, ids: list[bytes],
                 digests: list[int] | None) -> list[Entry] | None:
@@ -479,6 +494,14 @@ class Parser:
         # Transpose to one column per group and convert whole columns at a time: the
         # per-entry tuples are then built by zip/map in C, not by Python code per counter.
         cols = list(zip(*rows, strict=True))
+        try:
+            return self._build_shaped(shape, compact, rows, cols, ids, digests)
+        except ValueError:
+            return None  # a number int() refuses (thousands of digits): damage, robust path
+
+    def _build_shaped(self, shape: _Shape, compact: bytes, rows: list, cols: list,
+                      ids: list[bytes], digests: list[int] | None) -> list[Entry] | None:
+        n = len(rows)
         ints: dict[int, list[int]] = {}
 
         def col(i: int) -> list[int]:
@@ -490,6 +513,9 @@ class Parser:
         none = [None] * n
         per_counter: list[list[ByteStats]] = []
         for _, (i_smp, i_min, i_max, i_sum, i_sumsq), i_hist in shape.byte_counters:
+            if max(max(col(i_min)), max(col(i_max)), max(col(i_sum))) > _I64_MAX or (
+                    i_sumsq >= 0 and max(col(i_sumsq)) > _U64_MAX):
+                return None  # beyond what Lustre and bigint hold: the robust path reports it
             try:
                 hists = list(map(_hist_bytes, cols[i_hist])) if i_hist >= 0 else none
             except ValueError:
@@ -508,7 +534,7 @@ class Parser:
         try:
             samples = list(map(counts, zip(*map(col, shape.sample_idx), strict=True)))
         except OverflowError:
-            return None  # a value beyond Lustre's u64: the robust path reports it
+            return None  # a value beyond bigint: the robust path reports it
         raws = list(map(bytes.decode, map(bytes.strip, ids)))
         # with nothing to decode, job_id is the very same string as raw_id
         decode = b'"' in compact or b"\\x" in compact
@@ -564,13 +590,16 @@ class Parser:
                     hist = _hist_bytes(h[1:-1]) if h else None
                 except ValueError:
                     return False  # a damaged histogram: the robust path reports it
-                stats[nm[i]] = ByteStats(
+                bs = ByteStats(
                     int(smp), int(mn), int(mx), int(sm), int(sq) if sq else None, hist)
+                if max(bs[:4]) > _I64_MAX or (bs.sumsq or 0) > _U64_MAX:
+                    return False  # beyond what Lustre and bigint hold: the robust path
+                stats[nm[i]] = bs
             raw = ids[e].strip().decode("ascii")
             try:
                 values = counts(map(int, map(_COL_SAMPLES, rws)))
             except OverflowError:
-                return False  # a value beyond Lustre's u64: the robust path reports it
+                return False  # a value beyond bigint: the robust path reports it
             out.append(
                 Entry(target, raw, decode_job_id(raw), float(snap_s) if snap_s else None,
                       float(start_s) if start_s else None, nm, values, stats,
@@ -642,7 +671,7 @@ class Parser:
                 except OverflowError:
                     self._problems.append(ParseProblem(
                         self._target, cur["line"], cur["raw"],
-                        "counter value beyond 64 bits", ""))
+                        "counter value beyond the bigint range", ""))
                     self._broken.setdefault(self._target, set()).add(cur["raw"])
                     self._damaged.add(self._target)
                 else:
@@ -684,6 +713,11 @@ class Parser:
                     problem(lineno, line, f"malformed counter {name!r}")
                     cur["broken"] = True
                     continue
+                if "out_of_range" in fields:
+                    problem(lineno, line, f"counter {name!r}: {fields['out_of_range']} beyond "
+                            "the bigint range")
+                    cur["broken"] = True
+                    continue
                 if name in cur["names"]:
                     problem(lineno, line, f"counter {name!r} printed twice")
                     cur["broken"] = True
@@ -716,6 +750,9 @@ def _counter_fields(inner: str) -> dict | None:
     h = _R_HIST.search(inner)
     if h:
         fields["hist"] = _hist(h.group(1))
+        if len(fields["hist"]) < h.group(1).count(":") or any(
+                v > _U64_MAX for _, v in fields["hist"]):
+            return None  # a bucket that could not be read: damage, not silently dropped
         inner = inner[: h.start()] + inner[h.end():]
     elif "hist" in inner:
         return None
@@ -731,9 +768,12 @@ def _counter_fields(inner: str) -> dict | None:
         if key == "unit":
             fields["unit"] = val
             continue
-        if not val.isdigit():
-            return None
-        fields[key] = int(val)
+        if not val.isdigit() or len(val) > _MAX_DIGITS:
+            return None  # not a number, or longer than any u64 (and int()'s digit limit)
+        value = int(val)
+        if value > (_U64_MAX if key == "sumsq" else _I64_MAX):
+            fields["out_of_range"] = key
+        fields[key] = value
     return fields
 
 

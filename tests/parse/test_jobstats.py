@@ -244,3 +244,30 @@ def test_odd_histogram_in_a_uniform_chunk_goes_to_the_robust_path_whole(monkeypa
     assert r.targets == parse(odd).targets and r.n_entries == parse(big).n_entries
     first = r.targets["home-OST0001"][0]
     assert first.stats["read_bytes"].hist == (("4K", 2), ("1M", 1))
+
+
+@pytest.mark.parametrize("digits", [21, 30, 5000])
+def test_a_number_too_long_for_a_counter_breaks_only_its_entry(digits):
+    huge = "9" * digits
+    text = ("job_stats:\n- job_id: 1\n  snapshot_time: 5\n  open: { samples: " + huge
+            + ", unit: reqs }\n- job_id: 2\n  snapshot_time: 5\n"
+            "  open: { samples: 3, unit: reqs }\n- job_id: 3\n  snapshot_time: 5\n"
+            "  read_bytes: { samples: 1, unit: bytes, min: 1, max: 1, sum: 1, hist: { 4K: "
+            + huge + " } }\n")
+    r = parse(text)
+    assert [e.raw_id for e in only(r)] == ["2"]
+    assert r.broken_ids["unknown"] == {"1", "3"} and len(r.problems) == 2
+
+
+def test_values_beyond_the_bigint_range_are_reported_as_damage():
+    text = ("job_stats:\n- job_id: 1\n  snapshot_time: 5\n  open: { samples: "
+            + str(1 << 63) + ", unit: reqs }\n- job_id: 2\n  snapshot_time: 5\n"
+            "  read_bytes: { samples: 1, unit: bytes, min: 1, max: 1, sum: " + str(1 << 63)
+            + ", sumsq: " + str((1 << 64) - 1) + " }\n- job_id: 3\n  snapshot_time: 5\n"
+            "  read_bytes: { samples: 1, unit: bytes, min: 1, max: 1, sum: 1, sumsq: "
+            + str((1 << 64) - 1) + " }\n")
+    r = parse(text)
+    assert [e.raw_id for e in only(r)] == ["3"]  # a sum of squares may use all 64 bits
+    assert [p.message for p in r.problems] == [
+        "counter 'open': samples beyond the bigint range",
+        "counter 'read_bytes': sum beyond the bigint range"]
