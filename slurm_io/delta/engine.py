@@ -101,8 +101,11 @@ def _diff(e: Entry, p: Entry, t0: float, t1: float, flags: int) -> Delta | None:
             if c != o:
                 samples[n] = c - o
     stats: dict[str, ByteStats] = {}
-    for n, s in e.stats.items():
+    # equal statistics (often the very same shared object of an idle counter) need no work
+    for n, s in (e.stats.items() if e.stats != p.stats else ()):
         ps = p.stats.get(n)
+        if ps is s:
+            continue
         if ps is None:
             if s.samples:
                 stats[n] = s

@@ -62,7 +62,10 @@ class Encoder:
         _, raws, jobs, snaps, starts, names, samples, stats, digests = zip(*entries,
                                                                             strict=True)
         jobs = [None if j is r else j for r, j in zip(raws, jobs, strict=True)]
-        samples = [s.tobytes() if type(s) is array else counts(s).tobytes() for s in samples]
+        try:
+            samples = list(map(array.tobytes, samples))
+        except TypeError:  # entries made by hand (tests, simulator) may hold tuples
+            samples = [counts(s).tobytes() for s in samples]
         keys = list(map(tuple, stats))
         counts = list(map(len, stats))
         flat = list(map(tuple, chain.from_iterable(map(dict.values, stats))))
