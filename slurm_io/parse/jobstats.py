@@ -20,6 +20,7 @@ being read, keeping memory bounded by the chunk size rather than the output size
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Iterable, Mapping
 from itertools import compress, repeat
@@ -279,6 +280,24 @@ def _idle(stats: ByteStats) -> ByteStats:
     return shared
 
 
+_IDLE_PAIRS: dict[tuple, dict[str, ByteStats]] = {}
+
+
+def _idle_pair(b0: str, x: ByteStats, b1: str, y: ByteStats) -> dict[str, ByteStats]:
+    """One shared stats dict for entries whose two byte counters never moved.
+
+    Nothing in the pipeline changes an entry's stats after parsing (deltas get new dicts), so
+    sharing saves a dict per idle entry (~180 bytes, and one object for the collector's GC).
+    """
+    key = (b0, x, b1, y)
+    shared = _IDLE_PAIRS.get(key)
+    if shared is None:
+        shared = {b0: x, b1: y}
+        if len(_IDLE_PAIRS) < 256:
+            _IDLE_PAIRS[key] = shared
+    return shared
+
+
 def _decode_bytes(b: bytes) -> str:
     """UTF-8 text of what lctl printed; undecodable bytes become U+FFFD (counted upstream).
 
@@ -416,6 +435,19 @@ class Parser:
 
     # -- fast paths --------------------------------------------------------------------------
     def _chunk(self, buf: bytes, start: int, end: int) -> None:
+        # Python's cyclic GC is held off while a chunk's objects are made: they are tuples,
+        # dicts and numbers without cycles, and a collection every 700 allocations would walk
+        # them (and, as they survive, every entry parsed so far) again and again; once per
+        # chunk it walks them once. (The collector pauses the GC for its whole cycle anyway.)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._parse_chunk(buf, start, end)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _parse_chunk(self, buf: bytes, start: int, end: int) -> None:
         # normalise: chunk must start with "\n- job_id:" so every line begins with "\n"
         while end > start and buf[end - 1] in b" \t\r\n":
             end -= 1
@@ -453,19 +485,25 @@ class Parser:
         fresh = list(map(is_, before, repeat(None)))
         if any(fresh):
             changed = list(compress(pieces, fresh))
+            ids = [p[:nl] if (nl := p.find(b"\n")) >= 0 else p for p in changed]
             if not self._fast(b"\n- job_id:" + b"\n- job_id:".join(changed),
-                              list(compress(hashes, fresh))):
+                              list(compress(hashes, fresh)), ids):
                 return False
         self._emit(list(filter(None, before)))
         return True
 
-    def _fast(self, chunk: bytes, digests: list[int] | None = None) -> bool:
-        """Parse a chunk of well-formed ASCII entries in C-speed passes; False: not for us."""
+    def _fast(self, chunk: bytes, digests: list[int] | None = None,
+              ids: list[bytes] | None = None) -> bool:
+        """Parse a chunk of well-formed ASCII entries in C-speed passes; False: not for us.
+
+        `ids`: the text after `- job_id:` of each entry, when the caller has it already.
+        """
         if not chunk.isascii():
             return False  # non-ASCII ids: the robust path keeps them exactly
         compact = chunk.translate(None, _SQUEEZE)
-        # ids from the unsqueezed text (an id may hold spaces)
-        ids = _IDS.findall(chunk)
+        if ids is None:
+            # ids from the unsqueezed text (an id may hold spaces)
+            ids = _IDS.findall(chunk)
         if not ids or len(ids) != compact.count(b"\n-job_id:"):
             return False
         shape = _shape_of(compact)
@@ -526,7 +564,8 @@ class Parser:
         bnames = [b[0] for b in shape.byte_counters]
         if len(bnames) == 2:
             b0, b1 = bnames
-            stats = [{b0: x, b1: y} for x, y in zip(*per_counter, strict=True)]
+            stats = [{b0: x, b1: y} if x[0] or y[0] else _idle_pair(b0, x, b1, y)
+                     for x, y in zip(*per_counter, strict=True)]
         else:
             stats = [dict(zip(bnames, xs, strict=True)) for xs in zip(*per_counter, strict=True)]
             if not bnames:
