@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -86,8 +86,3 @@ def parse_file(path: Path,
         while piece := f.read(READ_PIECE):
             parser.feed(piece)
     return parser.finish()
-
-
-def iter_parsed(reads: list[CapturedRead]) -> Iterator[tuple[CapturedRead, ParseResult]]:
-    for r in reads:
-        yield r, parse_file(r.path)

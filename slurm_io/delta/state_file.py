@@ -12,8 +12,6 @@ here is untrusted input: the file is the collector's own, in its 0700 state dire
 from __future__ import annotations
 
 import marshal
-import os
-import tempfile
 from array import array
 from collections.abc import Iterator
 from itertools import chain
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from slurm_io.delta.engine import State, TargetState
-from slurm_io.fsutil import fsync_dir
+from slurm_io.fsutil import durable_replace
 from slurm_io.model import ByteStats, Entry, counts
 
 FORMAT_VERSION = 5  # 5: samples as the bytes of their u64 array (4: tuples of ints)
@@ -166,18 +164,9 @@ def load(path: Path) -> CollectorState:
 def save(path: Path, state: CollectorState, encoder: Encoder | None = None) -> None:
     """Write the state to a temporary file record by record, fsync it, rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            records = (encoder or Encoder()).records(state.targets)
-            marshal.dump(next(records), f, 2)
-            marshal.dump((state.seq, len(state.targets)), f, 2)
-            for record in records:
-                marshal.dump(record, f, 2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    with durable_replace(path) as f:
+        records = (encoder or Encoder()).records(state.targets)
+        marshal.dump(next(records), f, 2)
+        marshal.dump((state.seq, len(state.targets)), f, 2)
+        for record in records:
+            marshal.dump(record, f, 2)

@@ -10,7 +10,7 @@ or a crash between commit and unlink, cost nothing but a repeated upsert.
 Only the standard library is imported at module level: the hook imports this before it
 forks, inside its 200 ms budget. Ingesting imports psycopg and the job store lazily.
 
-Files: `<job>.json` (pending), `.<job>.<pid>.tmp` (being written), `<job>.json.bad` (not
+Files: `<job>.json` (pending), `.<job>.json.<pid>.tmp` (being written), `<job>.json.bad` (not
 readable as a hook record: kept for an admin, reported by `report-daemon --status`),
 `.drain.lock` (flock: one ingester at a time; the others leave their file to it).
 """
@@ -23,7 +23,7 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from slurm_io.fsutil import fsync_dir
+from slurm_io.fsutil import durable_replace
 
 SUFFIX = ".json"
 BAD_SUFFIX = ".bad"
@@ -48,17 +48,10 @@ def write_request(spool_dir: str, job: int, env: dict[str, str], *, hook_time: f
     """
     os.makedirs(spool_dir, mode=0o770, exist_ok=True)
     path = os.path.join(spool_dir, f"{job}{SUFFIX}")
-    tmp = os.path.join(spool_dir, f".{job}.{os.getpid()}.tmp")
     data = json.dumps({"version": FORMAT_VERSION, "job": job, "hook_time": hook_time,
                        "host": host, "env": env}, sort_keys=True).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, path)
-    fsync_dir(spool_dir)
+    with durable_replace(path, 0o640) as out:
+        out.write(data)
     return path
 
 

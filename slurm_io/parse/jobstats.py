@@ -132,10 +132,6 @@ def _hist(text: str) -> tuple[tuple[str, int], ...]:
         return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text) if len(v) <= _MAX_DIGITS)
 
 
-def _time(v: str) -> float:
-    return float(v)
-
-
 class _Shape(NamedTuple):
     """One regex for whole entries of one counter layout, and where its groups go.
 

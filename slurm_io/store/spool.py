@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 
-from slurm_io.fsutil import fsync_dir, pid_alive
+from slurm_io.fsutil import durable_replace, fsync_dir, pid_alive
 from slurm_io.model import Batch
 from slurm_io.store import batch_file
 from slurm_io.store.embedded import EmbeddedPostgresError
@@ -73,19 +73,8 @@ class Spool:
             raise ValueError(f"negative batch seq {batch.seq}")
         name = f"{collector}.{batch.seq:012d}{SUFFIX}"
         path = self.dir / name
-        tmp = self.dir / f".{name}.{os.getpid()}{_TMP_SUFFIX}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                batch_file.write(batch, out)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        fsync_dir(self.dir)
+        with durable_replace(path) as out:
+            batch_file.write(batch, out)
         # the batch just written is usually flushed right away: keep it so that the flush
         # does not decode what is still in memory (the file is the durable copy)
         self._last = (path, batch)
