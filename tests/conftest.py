@@ -105,4 +105,24 @@ def db_dsn(pg_dsn: str, _migrated_template: str) -> Iterator[str]:
 def empty_db_dsn(pg_dsn: str) -> Iterator[str]:
     """conninfo of a new, never-migrated database, dropped after the test."""
     yield from _fresh_database(pg_dsn, "template0")
+
+
 from tests.slurm_fixtures import slurm_cluster  # noqa: E402, F401
+
+# -- skips are failures where everything can be set up ------------------------------------
+# scripts/test.sh (the README's test command, and CI's) installs PostgreSQL, Slurm, Chromium
+# and an SMTP server, runs as root and has ../shared beside the checkout: there a skipped
+# test would only hide a missing set-up step, so it fails instead. A developer running
+# pytest alone still gets ordinary skips.
+FORBID_SKIPS = os.environ.get("SLURM_IO_FORBID_SKIPS") == "1"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if FORBID_SKIPS and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped under scripts/test.sh, where nothing may skip: {reason}"
+

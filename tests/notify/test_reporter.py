@@ -469,7 +469,6 @@ def test_database_stopped_the_hook_spools_and_the_job_is_mailed_once_when_it_is_
 
 def test_the_site_mail_builder_plugs_in_when_it_is_installed(db_dsn, smtp, tmp_path,
                                                              monkeypatch):
-    pytest.importorskip("slurm_io.mail.builder")
     monkeypatch.delenv("SLURM_IO_MAIL_BUILDER", raising=False)
     sink, port = smtp
     ready_jobs(db_dsn, {1401: "alice"})
