@@ -64,7 +64,9 @@ def hook_install(stage: Path) -> tuple[str, str | None, Path]:
     as on CI and developer machines, is out of slurm's reach) a copy of the hook, slurm_io
     and the hook's dependencies in `stage`, which slurm can read.
     """
-    probe = ["-c", "import psycopg, slurm_io.notify.hook"]
+    # what the hook and its background child import (the child ingests the job: hostlist)
+    probe = ["-P", "-c", "import psycopg, hostlist, slurm_io.notify.hook, "
+             "slurm_io.notify.hookspool"]
     if _as_slurm([sys.executable, *probe]) and _as_slurm(["/bin/test", "-r", str(HOOK)]):
         return sys.executable, None, HOOK
     candidates = [c for c in ("/usr/bin/python3", f"/usr/bin/python{sys.version_info[0]}."
@@ -84,7 +86,8 @@ def hook_install(stage: Path) -> tuple[str, str | None, Path]:
 
 
 def _stage(stage: Path) -> Path:
-    """Copy the hook, slurm_io and psycopg (with its dependency) where slurm can read them."""
+    """Copy the hook, slurm_io and the hook's dependencies (psycopg with typing_extensions,
+    python-hostlist) where slurm can read them."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(REPO / "epilog", stage / "epilog", ignore=ignore)
     shutil.copytree(REPO / "slurm_io", stage / "slurm_io", ignore=ignore)
@@ -92,7 +95,7 @@ def _stage(stage: Path) -> Path:
     site = stage / "site"
     site.mkdir()
     for item in purelib.iterdir():
-        if item.name.startswith(("psycopg", "typing_extensions")):
+        if item.name.startswith(("psycopg", "typing_extensions", "hostlist", "python_hostlist")):
             if item.is_dir():
                 shutil.copytree(item, site / item.name, ignore=ignore)
             else:
