@@ -86,8 +86,13 @@ def _fresh_database(pg_dsn: str, template: str) -> Iterator[str]:
                 sql.Identifier(name), sql.Identifier(template)
             )
         )
+    dsn = make_conninfo(pg_dsn, dbname=name)
+    if template != "template0":
+        # a clone shares its template's identity (sql/0009): each test database is its own
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT jobio_new_identity()")
     try:
-        yield make_conninfo(pg_dsn, dbname=name)
+        yield dsn
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(

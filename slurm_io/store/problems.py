@@ -1,0 +1,115 @@
+"""The quarantine: records from outside that could not be taken, kept where an admin sees them.
+
+Every intake (sacct lines, hook spool files, job_stats entries, spooled batches, collector
+state files) reports a refused record here instead of raising, so that one bad record never
+blocks the ones after it and nothing is dropped silently. `jobio problems` lists them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from slurm_io.text import clean
+
+log = logging.getLogger(__name__)
+
+MAX_RECORD_BYTES = 64 * 1024
+
+
+class Problem(NamedTuple):
+    """One refused record (or one loss), as reported by an intake."""
+
+    source: str  # 'sacct', 'hook-spool', 'jobstats', 'batch', 'state', 'hook-env'
+    reason: str  # one line: what was wrong
+    origin: str | None = None  # collector, file name, line number ...
+    record: bytes | str | None = None  # the record as received
+    lost: str | None = None  # what could not be stored because of it
+
+
+class StoredProblem(NamedTuple):
+    id: int
+    seen_at: datetime
+    source: str
+    origin: str | None
+    reason: str
+    lost: str | None
+    record: bytes | None
+
+
+def _record_bytes(record: bytes | str | None) -> bytes | None:
+    if record is None:
+        return None
+    if isinstance(record, str):
+        record = record.encode("utf-8", "surrogateescape")
+    return bytes(record[:MAX_RECORD_BYTES])
+
+
+def _safe_bytes(record: bytes | str | None) -> bytes | None:
+    try:
+        return _record_bytes(record)
+    except UnicodeEncodeError:  # lone surrogates other than surrogateescape's
+        return clean(record).encode("utf-8") if isinstance(record, str) else None
+
+
+def record(conn: Any, problems: Iterable[Problem]) -> int:
+    """Insert `problems` (in the caller's transaction); return how many.
+
+    Text is cleaned (slurm_io.text) so that the quarantine itself can never refuse a row.
+    """
+    rows = [
+        (clean(p.source), clean_opt(p.origin), clean(p.reason)[:2000], clean_opt(p.lost),
+         _safe_bytes(p.record))
+        for p in problems
+    ]
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO problem (source, origin, reason, lost, record)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                rows,
+            )
+    return len(rows)
+
+
+def clean_opt(value: str | None) -> str | None:
+    return None if value is None else clean(value)
+
+
+def recent(conn: Any, *, source: str | None = None, since: float | None = None,
+           limit: int = 100) -> list[StoredProblem]:
+    """The newest problems first (admins; others get a permission error from the server)."""
+    where = []
+    params: list[Any] = []
+    if source:
+        where.append("source = %s")
+        params.append(source)
+    if since is not None:
+        where.append("seen_at >= to_timestamp(%s)")
+        params.append(since)
+    sql = ("SELECT id, seen_at, source, origin, reason, lost, record FROM problem"
+           + (" WHERE " + " AND ".join(where) if where else "")
+           + " ORDER BY seen_at DESC, id DESC LIMIT %s")
+    params.append(limit)
+    return [StoredProblem(*r) for r in conn.execute(sql, params).fetchall()]
+
+
+def counts(conn: Any, *, since: float | None = None) -> dict[str, int]:
+    """Problems per source (for `jobio usage` and health views)."""
+    sql = "SELECT source, count(*) FROM problem"
+    params: list[Any] = []
+    if since is not None:
+        sql += " WHERE seen_at >= to_timestamp(%s)"
+        params.append(since)
+    sql += " GROUP BY source ORDER BY source"
+    return {s: int(n) for s, n in conn.execute(sql, params).fetchall()}
+
+
+def database_identity(conn: Any) -> str:
+    """The database's identity (sql/0009): what a collector state is bound to."""
+    row = conn.execute("SELECT id::text FROM db_identity").fetchone()
+    if row is None:
+        raise RuntimeError("db_identity is empty: run `jobio db upgrade`")
+    return str(row[0])
