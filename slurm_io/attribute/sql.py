@@ -97,14 +97,16 @@ def _info(r: tuple) -> JobInfo:
 
 
 def find_jobs(conn: psycopg.Connection, spec: str) -> list[JobInfo]:
-    """Jobs named like sacct -j: `123` (a job, or every task of array 123), `5_1`."""
-    if "_" in spec:
-        rows = conn.execute(f"SELECT {_JOB_COLS} FROM job WHERE jobid = %s", (spec,))
+    """Jobs named like sacct -j: `123` (a job, every task of array 123, every component of
+    het job 123), `5_1` (one task), `1853+1` (one het component); a `.step` is ignored."""
+    base = spec.split(".", 1)[0]
+    if "_" in base or "+" in base:
+        rows = conn.execute(f"SELECT {_JOB_COLS} FROM job WHERE jobid = %s", (base,))
     else:
-        n = int(spec.split(".", 1)[0])
+        n = int(base)
         rows = conn.execute(
-            f"SELECT {_JOB_COLS} FROM job WHERE job = %s OR array_job = %s "
-            "ORDER BY array_job NULLS FIRST, job", (n, n))
+            f"SELECT {_JOB_COLS} FROM job WHERE job = %s OR array_job = %s OR jobid LIKE %s "
+            "ORDER BY array_job NULLS FIRST, jobid <> %s, job", (n, n, f"{n}+%", str(n)))
     return [_info(r) for r in rows]
 
 

@@ -11,6 +11,7 @@ import click
 
 from slurm_io.cli.app import connect_db, main, parse_time_arg
 from slurm_io.config import Config
+from slurm_io.text import display
 
 
 @main.group("jobs")
@@ -20,10 +21,12 @@ def jobs_group() -> None:
 
 def _print_run(result: Any, label: str) -> None:
     for problem in result.problems:
-        click.echo(f"jobio: {label}: {problem}", err=True)
+        click.echo(f"jobio: {label}: {display(problem)}", err=True)
     c = result.counts
-    click.echo(f"{label}: {result.fetched} job(s): imported {c.inserted}, updated {c.updated}, "
-               f"unchanged {c.unchanged}, problems {len(result.problems)}")
+    skipped = (f", skipped {result.skipped} bad line{'s' if result.skipped != 1 else ''} "
+               "(see jobio problems)" if result.skipped else "")
+    click.echo(f"{label}: imported {result.fetched} job{'s' if result.fetched != 1 else ''} "
+               f"(new {c.inserted}, updated {c.updated}, unchanged {c.unchanged}){skipped}")
 
 
 @jobs_group.command("import")
@@ -35,7 +38,8 @@ def _print_run(result: Any, label: str) -> None:
 def jobs_import(cfg: Config, file: Path, tz: str | None) -> None:
     """Import `sacct -P` text (with its header line; FILE or - for stdin).
 
-    Unreadable lines are reported on stderr and skipped; the exit status stays 0.
+    Bad lines are reported on stderr, skipped and kept in the quarantine (`jobio
+    problems`); the others are imported and the exit status stays 0.
     """
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -45,9 +49,11 @@ def jobs_import(cfg: Config, file: Path, tz: str | None) -> None:
         zone = ZoneInfo(tz) if tz else None
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise click.BadParameter(f"unknown time zone {tz!r}", param_hint="--tz") from e
-    text = sys.stdin.read() if str(file) == "-" else file.read_text(errors="replace")
+    # surrogateescape: odd bytes in a job name reach the parser, which stores them as \xHH
+    data = sys.stdin.buffer.read() if str(file) == "-" else file.read_bytes()
+    text = data.decode("utf-8", "surrogateescape")
     with connect_db(cfg) as conn:
-        result = import_sacct_text(conn, text, tz=zone)
+        result = import_sacct_text(conn, text, tz=zone, origin=display(str(file)))
     _print_run(result, str(file))
 
 

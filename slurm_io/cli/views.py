@@ -60,8 +60,9 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
          targets: bool, timeline: bool) -> None:
     """A job's I/O: totals, per target, timeline, quality. `jobio JOBID` is short for this.
 
-    JOBID as in sacct -j: 123, an array's tasks 123, one task 123_4. A running job shows its
-    I/O so far. Users see their own jobs only (enforced by the database).
+    JOBID as in sacct -j: 123 (with an array's tasks or a het job's components), one task
+    123_4, one het component 1853+1 (or its raw id). A running job shows its I/O so far.
+    Users see their own jobs only (enforced by the database).
     """
     from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
     from slurm_io.report import show as show_mod
@@ -74,12 +75,13 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     with connect_db(cfg, upgrade=False) as conn:
         infos: list[JobInfo] = []
         for spec in jobids:
-            if not JOBID_ARG.match(spec):
+            parsed = show_mod.parse_job_spec(spec) if JOBID_ARG.match(spec) else None
+            if parsed is None:
                 raise click.UsageError(f"not a job id: {spec!r}")
             found = find_jobs(conn, spec)
-            if not found and "_" not in spec:
+            if not found and parsed.display is None:
                 # not (yet) in the job table: what the collectors stored under its id
-                n = int(spec.split(".", 1)[0])
+                n = parsed.number
                 found = [JobInfo(n, str(n), None, None, None, None, None, (), None, None,
                                  None, None, None, None)]
             if not found:

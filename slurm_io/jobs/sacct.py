@@ -16,6 +16,12 @@ Quirks handled (all seen on a real Slurm 22.05; see tests/jobs/test_sacct.py):
 - times are the local time of the machine that ran sacct (pass `tz` for another zone);
   during the autumn DST change a local time is ambiguous and the first one is taken.
 A line that cannot be read becomes a problem message; it never stops the parse.
+
+Values are checked as slurm_io.jobs.fields says: text cleaned (any byte a user put into a
+job name or directory is stored, odd bytes as `\\xHH`), Slurm's placeholders (`(null)`,
+`Unknown`, `None assigned`, `None`, empty) as NULL, integers ASCII digits within their
+column's range. A line with a value that cannot be stored is refused as a whole
+(`SacctRead.refused`: the quarantine's Problem rows, with the line as received).
 """
 
 from __future__ import annotations
@@ -24,9 +30,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, tzinfo
 from itertools import islice
+from typing import NamedTuple
 
+from slurm_io.jobs import fields
+from slurm_io.jobs.fields import RecordError
 from slurm_io.jobs.nodes import NodeListError, expand_nodes
 from slurm_io.model import JobRecord
+from slurm_io.store.problems import Problem
+from slurm_io.text import display
 
 # What slurm-io asks sacct for (SacctSource, docs). SubmitLine last: it is the column most
 # likely to contain `|` or a newline, and trailing text is the easiest to put back.
@@ -46,7 +57,7 @@ _NAME = r"[^\s|]*"
 # Typed columns: used to find where a `|` inside a free-text column belongs, and to tell a
 # record's first line from the continuation of a previous record's newline.
 _SHAPES: dict[str, re.Pattern[str]] = {
-    name: re.compile(pattern)
+    name: re.compile(pattern, re.ASCII)
     for names, pattern in (
         (("JobID",), r"\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?(?:\.[\w+-]+)?"),
         (("JobIDRaw",), r"\d+(?:\.[\w+-]+)?"),
@@ -60,15 +71,25 @@ _SHAPES: dict[str, re.Pattern[str]] = {
     )
     for name in names
 }
-_ARRAY = re.compile(r"^(\d+)_(\d+|\[[^\]]*\])$")
-_PLAIN = re.compile(r"^\d+$")
-_HET = re.compile(r"^\d+\+\d+$")  # heterogeneous job component: 123+0
+# re.ASCII: `\d` would also match other scripts' digits, which int() then accepts
+_ARRAY = re.compile(r"^(\d+)_(\d+|\[[^\]]*\])$", re.ASCII)
+_PLAIN = re.compile(r"^\d+$", re.ASCII)
+_HET = re.compile(r"^(\d+)\+(\d+)$", re.ASCII)  # heterogeneous job component: 123+0
 _NO_TIME = frozenset({"", "Unknown", "None", "N/A"})
 _MAX_SPLITS = 20_000  # candidate placements of stray `|` tried per line
 
 
-class _LineError(ValueError):
+class _LineError(RecordError):
     """One record that cannot be read; becomes a problem message."""
+
+
+class SacctRead(NamedTuple):
+    """What parse_sacct_text found: the jobs, the refused lines (quarantine rows, source
+    'sacct', origin `line N`), and every message (refusals and warnings) in line order."""
+
+    jobs: list[JobRecord]
+    refused: list[Problem]
+    messages: list[str]
 
 
 def parse_sacct(text: str, *, source: str = "import",
@@ -79,27 +100,40 @@ def parse_sacct(text: str, *, source: str = "import",
     `tz` is the zone of the printed times; None means this machine's local time, which is
     what sacct prints when it runs here.
     """
-    lines = text.splitlines()
+    read = parse_sacct_text(text, source=source, tz=tz)
+    return read.jobs, read.messages
+
+
+def parse_sacct_text(text: str, *, source: str = "import",
+                     tz: tzinfo | None = None) -> SacctRead:
+    """As parse_sacct, keeping the refused lines apart (for the quarantine)."""
+    # only "\n" ends a line: str.splitlines() also splits at \x1c, \x85, U+2028 ..., which
+    # a job name may hold
+    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
-        return [], []
+        return SacctRead([], [], [])
     header = [h.strip() for h in lines[first].split("|")]
     trailing_bar = len(header) > 1 and header[-1] == ""  # `sacct -p` ends lines with `|`
     if trailing_bar:
         header.pop()
     if "JobID" not in header:
-        return [], [f"line {first + 1}: no sacct header line (run sacct with -P and without "
-                    f"-n/--noheader): {_snip(lines[first])}"]
+        reason = "no sacct header line (run sacct with -P and without -n/--noheader)"
+        return SacctRead([], [Problem("sacct", reason, f"line {first + 1}", lines[first])],
+                         [f"line {first + 1}: {reason}: {_snip(lines[first])}"])
     parser = _RecordParser(header, source, tz)
     problems: list[str] = []
+    refused: list[Problem] = []
     allocations: dict[int, JobRecord] = {}
     steps: dict[int, list[tuple[str, JobRecord]]] = {}
     order: dict[int, None] = {}  # jobs in order of first appearance
     for lineno, record in _records(lines[first + 1:], first + 2, header, trailing_bar):
         try:
             step, rec, warning = parser.parse(record)
-        except _LineError as e:
-            problems.append(f"line {lineno}: {e}: {_snip(record)}")
+        except Exception as e:  # RecordError; anything else is a bug, still one line only
+            reason = str(e) if isinstance(e, RecordError) else f"{type(e).__name__}: {e}"
+            problems.append(f"line {lineno}: {reason}: {_snip(record)}")
+            refused.append(Problem("sacct", reason, f"line {lineno}", record))
             continue
         if warning:
             problems.append(f"line {lineno}: {warning}: {_snip(record)}")
@@ -109,11 +143,11 @@ def parse_sacct(text: str, *, source: str = "import",
         else:
             steps.setdefault(rec.job, []).append((step, rec))
     jobs = [allocations[j] if j in allocations else _merge_steps(steps[j]) for j in order]
-    return jobs, problems
+    return SacctRead(jobs, refused, problems)
 
 
 def _snip(text: str, limit: int = 160) -> str:
-    text = text.replace("\n", "\\n")
+    text = display(text.replace("\n", "\\n"))
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
@@ -177,7 +211,7 @@ class _RecordParser:
             self.col.setdefault(h, i)
 
     def parse(self, record: str) -> tuple[str | None, JobRecord, str | None]:
-        """(step name or None, record, warning) of one record; _LineError if unreadable."""
+        """(step name or None, record, warning) of one record; RecordError if unreadable."""
         values = self._split(record)
         get = self._getter(values)
         jobid_text = get("JobID") or ""
@@ -189,52 +223,56 @@ class _RecordParser:
         array_job: int | None = None
         array_task: str | None = None
         m = _ARRAY.match(jobid)
+        het = _HET.match(jobid)
         if m:
-            array_job, array_task = int(m.group(1)), m.group(2)
-        elif not (_PLAIN.match(jobid) or _HET.match(jobid)):
-            raise _LineError(f"bad JobID {jobid_text!r}")
+            array_job, array_task = fields.job_id(m.group(1), "array job id"), m.group(2)
+        elif not (_PLAIN.match(jobid) or het):
+            raise _LineError(f"bad JobID {fields.shown(jobid_text)}")
         if raw:
             if not _PLAIN.match(raw):
-                raise _LineError(f"bad JobIDRaw {raw_text!r}")
-            job = int(raw)
+                raise _LineError(f"bad JobIDRaw {fields.shown(raw_text)}")
+            job = fields.job_id(raw, "JobIDRaw")
         elif _PLAIN.match(jobid):
-            job = int(jobid)
+            job = fields.job_id(jobid, "JobID")
+        elif het and het.group(2).lstrip("0") == "":
+            job = fields.job_id(het.group(1), "JobID")  # component 0 has the leader's id
         elif array_job is not None and array_task is not None and array_task.startswith("["):
             job = array_job  # the pending rest of an array is the array's own record
         else:
             raise _LineError(f"JobID {jobid!r} needs JobIDRaw (its raw id is Lustre's %j)")
-        uid_text = get("UID")
-        if uid_text and not uid_text.isdigit():
-            raise _LineError(f"bad UID {uid_text!r}")
+        if het:
+            fields.job_id(het.group(1), "het job id")
+        uid_text = fields.slurm_text(get("UID"))
         try:
-            nodes = expand_nodes(get("NodeList") or "")
+            nodes = expand_nodes(fields.slurm_text(get("NodeList")) or "")
         except NodeListError as e:
             raise _LineError(str(e)) from e
-        state_text = get("State")
+        state_text = fields.slurm_text(get("State"))
         rec = JobRecord(
             job=job,
             jobid=jobid,
             array_job=array_job,
             array_task=array_task,
-            uid=int(uid_text) if uid_text else None,
-            user=get("User"),
-            account=get("Account"),
-            partition=get("Partition"),
-            name=get("JobName"),
+            uid=None if uid_text is None else fields.uid(uid_text, "UID"),
+            user=fields.slurm_text(get("User")),
+            account=fields.slurm_text(get("Account")),
+            partition=fields.slurm_text(get("Partition")),
+            name=fields.free_text(get("JobName")),
             nodes=nodes,
-            submit=self._time(get("Submit")),
-            start=self._time(get("Start")),
-            end=self._time(get("End")),
+            submit=self._time(get("Submit"), "Submit"),
+            start=self._time(get("Start"), "Start"),
+            end=self._time(get("End"), "End"),
             # `CANCELLED by 1003`: the canceller's uid is not part of the state
-            state=state_text.split()[0].rstrip("+") if state_text else None,
-            exit_code=get("ExitCode"),
-            work_dir=get("WorkDir"),
-            submit_line=get("SubmitLine"),
+            state=state_text.split()[0].rstrip("+") or None if state_text else None,
+            exit_code=fields.slurm_text(get("ExitCode")),
+            work_dir=fields.slurm_text(get("WorkDir")),
+            submit_line=fields.free_text(get("SubmitLine")),
             source=self.source,
         )
         warning = None
         n_nodes = get("NNodes")
-        if not step and nodes and n_nodes and n_nodes.isdigit() and int(n_nodes) != len(nodes):
+        if (not step and nodes and n_nodes and n_nodes.isascii() and n_nodes.isdigit()
+                and int(n_nodes) != len(nodes)):
             warning = f"NNodes {n_nodes} but NodeList names {len(nodes)} node(s)"
         return (step or None), rec, warning
 
@@ -250,18 +288,21 @@ class _RecordParser:
 
         return get
 
-    def _time(self, text: str | None) -> float | None:
+    def _time(self, text: str | None, what: str) -> float | None:
         if text is None or text in _NO_TIME:
             return None
-        if text.isdigit():  # SLURM_TIME_FORMAT=%s
-            return float(text)
+        if text.isascii() and text.isdigit():  # SLURM_TIME_FORMAT=%s
+            return fields.unix_time(float(fields.ascii_int(text, what, high=2**63 - 1)), what)
         try:
             dt = datetime.fromisoformat(text)
-        except ValueError as e:
-            raise _LineError(f"bad time {text!r} (SLURM_TIME_FORMAT must be standard)") from e
-        if dt.tzinfo is None and self.tz is not None:
-            dt = dt.replace(tzinfo=self.tz)
-        return dt.timestamp()
+            if dt.tzinfo is None and self.tz is not None:
+                dt = dt.replace(tzinfo=self.tz)
+            return fields.unix_time(dt.timestamp(), what)
+        except (ValueError, OverflowError, OSError) as e:
+            if isinstance(e, RecordError):
+                raise
+            raise _LineError(f"bad time {fields.shown(text)} (SLURM_TIME_FORMAT must be "
+                             "standard)") from e
 
     def _split(self, record: str) -> list[str]:
         """The record's n values; a `|` inside free text is put back where it fits."""

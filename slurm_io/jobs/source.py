@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from slurm_io.jobs.nodes import NodeListError, expand_nodes
-from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct_text
 from slurm_io.model import JobRecord
+from slurm_io.store.problems import Problem
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class SacctSource:
         self.env = dict(os.environ if env is None else env)
         self.env["SLURM_TIME_FORMAT"] = "standard"
         self.problems: list[str] = []
+        self.refused: list[Problem] = []  # the lines behind `problems` that were skipped
 
     def command(self, since: float | None, until: float | None) -> list[str]:
         return [
@@ -69,7 +71,10 @@ class SacctSource:
     def jobs(self, since: float | None, until: float | None) -> list[JobRecord]:
         argv = self.command(since, until)
         try:
+            # surrogateescape: a job name or work dir may hold any byte but NUL; parse_sacct
+            # cleans them (slurm_io.text), a strict decode would fail the whole run
             proc = subprocess.run(argv, capture_output=True, text=True, env=self.env,
+                                  encoding="utf-8", errors="surrogateescape",
                                   timeout=self.timeout, check=False)
         except FileNotFoundError as e:
             raise SourceError(f"{self.sacct}: not found (give the path with --sacct)") from e
@@ -82,7 +87,8 @@ class SacctSource:
             raise SourceError(f"sacct failed (exit {proc.returncode}): "
                               f"{detail[-1] if detail else 'no message'}; command: "
                               f"{' '.join(argv)}")
-        records, self.problems = parse_sacct(proc.stdout, source="sacct")
+        read = parse_sacct_text(proc.stdout, source="sacct")
+        records, self.problems, self.refused = read.jobs, read.messages, read.refused
         for p in self.problems:
             log.warning("sacct output: %s", p)
         return records

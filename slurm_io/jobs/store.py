@@ -29,9 +29,10 @@ from psycopg import sql
 
 from slurm_io.jobs.hookenv import record_from_hook_env
 from slurm_io.model import JobRecord
+from slurm_io.store.problems import Problem
 
-__all__ = ["UpsertCounts", "newest_end", "record_from_hook_env", "upsert_job_counts",
-           "upsert_jobs"]
+__all__ = ["UpsertCounts", "newest_end", "record_from_hook_env", "upsert_isolated",
+           "upsert_job_counts", "upsert_jobs"]
 
 # (job table column, COPY type), in JobRecord field order.
 _COLUMNS: tuple[tuple[str, str], ...] = (
@@ -91,6 +92,24 @@ def upsert_job_counts(conn: psycopg.Connection, records: Iterable[JobRecord]) ->
             _sync_job_nodes(cur, changed)
     inserted = sum(1 for _, ins in written if ins)
     return UpsertCounts(inserted, len(written) - inserted, len(latest) - len(written))
+
+
+def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, source: str
+                    ) -> tuple[UpsertCounts, list[Problem]]:
+    """upsert_job_counts, where a record the database refuses (a value the checks at the
+    edge missed) costs that record only: the batch is halved until the culprit is alone,
+    and it comes back as a quarantine Problem. An unavailable database still raises."""
+    try:
+        return upsert_job_counts(conn, records), []
+    except (psycopg.DataError, psycopg.IntegrityError) as e:
+        if len(records) <= 1:
+            reason = f"refused by the database: {type(e).__name__}: {str(e).splitlines()[0]}"
+            return UpsertCounts(0, 0, 0), [Problem(source, reason, f"job {r.job}", repr(r))
+                                           for r in records]
+    mid = len(records) // 2
+    a, pa = upsert_isolated(conn, records[:mid], source=source)
+    b, pb = upsert_isolated(conn, records[mid:], source=source)
+    return UpsertCounts(*(x + y for x, y in zip(a, b, strict=True))), pa + pb
 
 
 def newest_end(conn: psycopg.Connection) -> float | None:

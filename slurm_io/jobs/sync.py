@@ -11,10 +11,11 @@ from typing import NamedTuple
 
 import psycopg
 
-from slurm_io.jobs.sacct import parse_sacct
+from slurm_io.jobs.sacct import parse_sacct_text
 from slurm_io.jobs.source import JobSource
-from slurm_io.jobs.store import UpsertCounts, newest_end, upsert_job_counts
+from slurm_io.jobs.store import UpsertCounts, newest_end, upsert_isolated
 from slurm_io.jobs.uids import fill_uids
+from slurm_io.store import problems as quarantine
 
 FIRST_SYNC_LOOKBACK = 7 * 86400  # an empty table starts with the last week
 OVERLAP = 86400  # re-read the day before the newest stored end: late sacct updates
@@ -23,9 +24,10 @@ OVERLAP = 86400  # re-read the day before the newest stored end: late sacct upda
 class RunResult(NamedTuple):
     fetched: int
     counts: UpsertCounts
-    problems: list[str]
+    problems: list[str]  # one line per refused record or warning, for stderr
     since: float | None
     until: float | None
+    skipped: int = 0  # records refused, each kept in the quarantine (`jobio problems`)
 
 
 def default_since(newest: float | None, now: float) -> float:
@@ -37,17 +39,39 @@ def default_since(newest: float | None, now: float) -> float:
 
 def sync_jobs(conn: psycopg.Connection, source: JobSource, *, since: float | None,
               until: float | None, now: float) -> RunResult:
-    """Records of jobs active in [since, until] from `source`, upserted."""
+    """Records of jobs active in [since, until] from `source`, upserted; the records the
+    source or the database refused are kept in the quarantine."""
     if since is None:
         since = default_since(newest_end(conn), now)
     records = fill_uids(source.jobs(since, until))
-    counts = upsert_job_counts(conn, records)
-    return RunResult(len(records), counts, list(getattr(source, "problems", [])), since, until)
+    counts, in_db = upsert_isolated(conn, records, source="sacct")
+    refused = list(getattr(source, "refused", [])) + in_db
+    _keep(conn, refused)
+    return RunResult(len(records) - len(in_db), counts,
+                     list(getattr(source, "problems", [])) + _messages(in_db), since, until,
+                     len(refused))
 
 
 def import_sacct_text(conn: psycopg.Connection, text: str, *,
-                      tz: tzinfo | None = None) -> RunResult:
-    """`sacct -P` text (a file) upserted with source 'import'."""
-    records, problems = parse_sacct(text, source="import", tz=tz)
-    records = fill_uids(records)
-    return RunResult(len(records), upsert_job_counts(conn, records), problems, None, None)
+                      tz: tzinfo | None = None, origin: str | None = None) -> RunResult:
+    """`sacct -P` text (a file) upserted with source 'import'; bad lines are skipped and
+    kept in the quarantine (origin `FILE line N`)."""
+    read = parse_sacct_text(text, source="import", tz=tz)
+    records = fill_uids(read.jobs)
+    counts, in_db = upsert_isolated(conn, records, source="sacct")
+    refused = read.refused + in_db
+    if origin:
+        refused = [p._replace(origin=f"{origin} {p.origin}") for p in refused]
+    _keep(conn, refused)
+    return RunResult(len(records) - len(in_db), counts, read.messages + _messages(in_db),
+                     None, None, len(refused))
+
+
+def _messages(refused: list[quarantine.Problem]) -> list[str]:
+    return [f"{p.origin}: {p.reason}" for p in refused]
+
+
+def _keep(conn: psycopg.Connection, refused: list[quarantine.Problem]) -> None:
+    if refused:
+        with conn.transaction():
+            quarantine.record(conn, refused)

@@ -131,8 +131,10 @@ def run(env: dict[str, str], *, fork: bool = True) -> str:
         _log(f"run as {context}, not as EpilogSlurmctld: nothing done")
         return "ignored"
     raw = slurm_env.get("SLURM_JOB_ID") or slurm_env.get("SLURM_JOBID") or ""
-    if not raw.isdigit():
-        _log(f"no job id in the environment (SLURM_JOB_ID={raw!r}): nothing done")
+    from slurm_io.jobs.fields import is_job_id
+
+    if not is_job_id(raw):  # ASCII digits in range: int() takes `٣`, isdigit() takes `²`
+        _log(f"no job id in the environment (SLURM_JOB_ID={ascii(raw)[:60]}): nothing done")
         return "ignored"
     job = int(raw)
     settings = _Settings()
@@ -216,7 +218,7 @@ def _drain(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> 
                             time.sleep(max(0.0, min(LINGER, deadline - time.monotonic())))
                         raise
                 if memory is not None:
-                    hookspool.store_request(conn, memory[0], memory[1], source="hook")
+                    _store_memory(conn, memory)
                     memory = None
                 if not held:
                     return
@@ -236,6 +238,22 @@ def _drain(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> 
 
             with contextlib.suppress(Exception):
                 conn.close()  # type: ignore[attr-defined]
+
+
+def _store_memory(conn: object, memory: tuple[dict[str, str], float]) -> None:
+    """Store the record that could not be spooled; one that cannot be stored goes to the
+    quarantine (a `problem` row with the environment) instead of failing the child."""
+    import json
+
+    from slurm_io.notify import hookspool
+
+    try:
+        hookspool.store_request(conn, memory[0], memory[1], source="hook")
+    except Exception as e:
+        if not hookspool.unstorable(e):
+            raise
+        hookspool.quarantine(conn, None, f"{type(e).__name__}: {e}", source="hook-env",
+                             record=json.dumps(memory[0], sort_keys=True))
 
 
 def _connect(settings: _Settings) -> object:

@@ -11,7 +11,8 @@ Only the standard library is imported at module level: the hook imports this bef
 forks, inside its 200 ms budget. Ingesting imports psycopg and the job store lazily.
 
 Files: `<job>.json` (pending), `.<job>.json.<pid>.tmp` (being written), `<job>.json.bad` (not
-readable as a hook record: kept for an admin, reported by `report-daemon --status`),
+a storable hook record: kept for an admin, with its reason in the `problem` table, reported by
+`report-daemon --status` and `jobio problems`),
 `.drain.lock` (flock: one ingester at a time; the others leave their file to it).
 """
 
@@ -29,7 +30,7 @@ SUFFIX = ".json"
 BAD_SUFFIX = ".bad"
 LOCK_NAME = ".drain.lock"
 FORMAT_VERSION = 1
-
+MAX_TIME = 253402300799.0  # 9999-12-31: what timestamptz and datetime hold
 
 
 def _logger() -> Any:
@@ -56,14 +57,15 @@ def write_request(spool_dir: str, job: int, env: dict[str, str], *, hook_time: f
 
 
 def pending(spool_dir: str) -> list[str]:
-    """Paths of the spooled hook records, in job order."""
+    """Paths of the spooled hook records, in job order (names `<ASCII digits>.json`)."""
     try:
         names = os.listdir(spool_dir)
     except FileNotFoundError:
         return []
-    jobs = sorted(int(n[: -len(SUFFIX)]) for n in names
-                  if n.endswith(SUFFIX) and n[: -len(SUFFIX)].isdigit())
-    return [os.path.join(spool_dir, f"{j}{SUFFIX}") for j in jobs]
+    stems = [n[: -len(SUFFIX)] for n in names if n.endswith(SUFFIX)]
+    # isascii: str.isdigit() also takes `²`, which int() refuses, and other scripts' digits
+    jobs = sorted((int(s), s) for s in stems if s.isascii() and s.isdigit())
+    return [os.path.join(spool_dir, f"{s}{SUFFIX}") for _, s in jobs]
 
 
 def bad_files(spool_dir: str) -> list[str]:
@@ -108,38 +110,47 @@ def load_request(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             data = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise BadRecord(f"not JSON: {e}") from e
     if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
         raise BadRecord("no `env` object")
     env = data["env"]
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise BadRecord("`env` holds non-string values")
-    if not isinstance(data.get("hook_time"), int | float):
+    hook_time = data.get("hook_time")
+    if isinstance(hook_time, bool) or not isinstance(hook_time, int | float):
         raise BadRecord("no `hook_time`")
+    try:
+        if not 0 <= float(hook_time) <= MAX_TIME:
+            raise ValueError
+    except (OverflowError, ValueError):  # NaN and Infinity are JSON to Python
+        raise BadRecord(f"`hook_time` {hook_time!r} out of range") from None
     return data
 
 
 def record_of(env: dict[str, str]) -> Any:
     """The JobRecord of a hook environment. A node list python-hostlist cannot read is
-    dropped (sacct's record brings the nodes); a missing or bad job id is a BadRecord."""
+    dropped (sacct's record brings the nodes); a value that cannot be stored (no job id, an
+    id or uid out of range, see slurm_io.jobs.fields) is a BadRecord."""
     from slurm_io.jobs.hookenv import record_from_hook_env
     from slurm_io.jobs.nodes import NodeListError
 
     try:
-        return record_from_hook_env(env)
-    except NodeListError:
-        _logger().warning("job %s: unreadable SLURM_JOB_NODELIST %r: nodes left to sacct",
-                    env.get("SLURM_JOB_ID"), env.get("SLURM_JOB_NODELIST"))
-        return record_from_hook_env({k: v for k, v in env.items()
-                                     if k != "SLURM_JOB_NODELIST"})
+        try:
+            return record_from_hook_env(env)
+        except NodeListError:
+            _logger().warning("job %r: unreadable SLURM_JOB_NODELIST %r: nodes left to sacct",
+                              env.get("SLURM_JOB_ID"), env.get("SLURM_JOB_NODELIST"))
+            return record_from_hook_env({k: v for k, v in env.items()
+                                         if k != "SLURM_JOB_NODELIST"})
     except ValueError as e:
         raise BadRecord(str(e)) from e
 
 
 def store_request(conn: Any, env: dict[str, str], hook_time: float, *,
                   source: str) -> int:
-    """Record the job of a hook environment and queue its report, in one transaction."""
+    """Record the job of a hook environment and queue its report, in one transaction.
+    BadRecord when the environment is no storable job record."""
     from slurm_io.jobs.store import upsert_jobs
     from slurm_io.notify import queue
 
@@ -150,9 +161,46 @@ def store_request(conn: Any, env: dict[str, str], hook_time: float, *,
     return int(record.job)
 
 
+def quarantine(conn: Any, path: str | None, reason: str, *, record: bytes | str | None = None,
+               source: str = "hook-spool") -> None:
+    """Keep a hook record that cannot be stored where an admin sees it: a `problem` row
+    (`jobio problems`) with the reason and the file's bytes, and the file renamed `.bad`.
+
+    The row is committed before the rename: when the database fails here the file stays
+    pending and the next pass tries again.
+    """
+    from slurm_io.store import problems
+
+    if record is None and path is not None:
+        with contextlib.suppress(OSError), open(path, "rb") as f:
+            record = f.read(problems.MAX_RECORD_BYTES)
+    _logger().error("%s: hook record not stored (%s): kept as %s%s and in `jobio problems`",
+                    path or "job environment", reason, path or "-", BAD_SUFFIX if path else "")
+    with conn.transaction():
+        problems.record(conn, [problems.Problem(
+            source, reason, origin=None if path is None else os.path.basename(path),
+            record=record, lost="the job's hook record (sacct's record may still come)")])
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.rename(path, path + BAD_SUFFIX)
+
+
+def unstorable(error: BaseException) -> bool:
+    """Whether `error`, raised while storing one hook record, is about that record (so it
+    is quarantined and the next one is processed) rather than about the database being
+    unavailable (then everything stays in the spool for the next try)."""
+    import psycopg
+
+    if isinstance(error, psycopg.Error):
+        return isinstance(error, psycopg.DataError | psycopg.IntegrityError)
+    return isinstance(error, Exception)
+
+
 def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:
-    """Store every spooled hook record and remove its file. A database error propagates
-    (the files stay for the next try); a file that is no hook record is renamed `.bad`."""
+    """Store every spooled hook record and remove its file; one bad file never blocks the
+    next. A file that cannot be stored (not a hook record, a value the database cannot
+    hold) is quarantined: a `problem` row with the reason, the file renamed `.bad`. An
+    unavailable database propagates (the files stay for the next try)."""
     done: list[int] = []
     bad: list[str] = []
     for path in pending(spool_dir):
@@ -162,9 +210,14 @@ def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:
         except FileNotFoundError:
             continue  # another ingester took it
         except BadRecord as e:
-            _logger().error("%s: not a hook record (%s): kept as %s%s", path, e, path, BAD_SUFFIX)
-            with contextlib.suppress(OSError):
-                os.rename(path, path + BAD_SUFFIX)
+            quarantine(conn, path, str(e))
+            bad.append(path)
+            continue
+        except Exception as e:
+            if not unstorable(e):
+                raise
+            quarantine(conn, path, f"cannot be stored: {type(e).__name__}: "
+                       f"{str(e).splitlines()[0] if str(e) else ''}")
             bad.append(path)
             continue
         with contextlib.suppress(FileNotFoundError):

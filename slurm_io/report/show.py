@@ -7,14 +7,36 @@ name; the tables humanise bytes.
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
 from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until
 from slurm_io.report.counters import human_bytes
+
+
+class JobSpec(NamedTuple):
+    """A job named on the command line, as `sacct -j` takes it (the step is dropped)."""
+
+    number: int  # the job, array or het job id
+    display: str | None  # `123_4` or `1853+1`: one array task or het component, by jobid
+
+
+_SPEC = re.compile(r"([0-9]+)(?:[_+]([0-9]+))?(?:\.\w+)?", re.ASCII)
+_JOB_ID_MAX = 2**63 - 1  # job.job is bigint
+
+
+def parse_job_spec(spec: str) -> JobSpec | None:
+    """`123`, `123_4`, `1853+1` (each with an optional `.step`) -> JobSpec; None when
+    `spec` is not a job id (other scripts' digits, a number beyond the job column)."""
+    m = _SPEC.fullmatch(spec)
+    if m is None or int(m.group(1)) > _JOB_ID_MAX:
+        return None
+    base = spec.split(".", 1)[0]
+    return JobSpec(int(m.group(1)), base if m.group(2) is not None else None)
 
 
 def _iso(t: float | None) -> str | None:

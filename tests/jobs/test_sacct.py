@@ -179,7 +179,7 @@ def test_a_bad_line_is_reported_and_the_others_are_kept():
                            row(JobID="5", JobIDRaw="5"))
     assert [j.job for j in jobs] == [1, 5]
     assert len(problems) == 4
-    assert any("bad UID" in p for p in problems)
+    assert any("UID 'alice' is not a number" in p for p in problems)
     assert any("bad time" in p for p in problems)
     assert any("bad node list" in p for p in problems)
     assert problems[0].startswith("line 2: 1 fields but the header has 16")

@@ -288,11 +288,12 @@ def test_cli_import_prints_counts_and_reports_bad_lines_on_stderr(db_dsn, tmp_pa
     runner = CliRunner()
     first = runner.invoke(main, ["--dsn", db_dsn, "jobs", "import", "--tz", "UTC", str(path)])
     assert first.exit_code == 0
-    assert "1 job(s): imported 1, updated 0, unchanged 0, problems 1" in first.stdout
+    assert ("imported 1 job (new 1, updated 0, unchanged 0), skipped 1 bad line (see jobio "
+            "problems)") in first.stdout
     assert "line 3" in first.stderr and "bad node list" in first.stderr
     again = runner.invoke(main, ["--dsn", db_dsn, "jobs", "import", "--tz", "UTC", "-"],
                           input=path.read_text())
-    assert "imported 0, updated 0, unchanged 1, problems 1" in again.stdout
+    assert "imported 1 job (new 0, updated 0, unchanged 1), skipped 1 bad line" in again.stdout
     with psycopg.connect(db_dsn) as conn:
         r = job_row(conn, 41)
         assert (r["source"], r["uid"], r["nodes"]) == ("import", None, ["c01", "c02"])

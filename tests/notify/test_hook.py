@@ -128,7 +128,7 @@ def test_an_unreadable_node_list_still_records_the_job_and_leaves_the_nodes_to_s
     spool = tmp_path / "spool"
     wrapper = write_wrapper(tmp_path / "hook", write_config(tmp_path / "c.toml", dsn=db_dsn,
                                                              spool=spool))
-    env = hook_env(7100, SLURM_JOB_NODELIST="node[01-", SLURM_JOB_UID="x",
+    env = hook_env(7100, SLURM_JOB_NODELIST="node[01-", SLURM_JOB_UID="(null)",
                    SLURM_JOB_NAME="\u00e9t\u00e9 | \n name")
     proc, _ = run_hook(env, wrapper)
     assert proc.returncode == 0
