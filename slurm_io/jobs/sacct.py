@@ -85,11 +85,15 @@ class _LineError(RecordError):
 
 class SacctRead(NamedTuple):
     """What parse_sacct_text found: the jobs, the refused lines (quarantine rows, source
-    'sacct', origin `line N`), and every message (refusals and warnings) in line order."""
+    'sacct', origin `line N`), and every message (refusals and warnings) in line order.
+    Every record read is either accepted or refused: `records == accepted + len(refused)`
+    (several accepted records can make one job: steps, a repeated job)."""
 
     jobs: list[JobRecord]
     refused: list[Problem]
     messages: list[str]
+    records: int = 0
+    accepted: int = 0
 
 
 def parse_sacct(text: str, *, source: str = "import",
@@ -120,14 +124,16 @@ def parse_sacct_text(text: str, *, source: str = "import",
     if "JobID" not in header:
         reason = "no sacct header line (run sacct with -P and without -n/--noheader)"
         return SacctRead([], [Problem("sacct", reason, f"line {first + 1}", lines[first])],
-                         [f"line {first + 1}: {reason}: {_snip(lines[first])}"])
+                         [f"line {first + 1}: {reason}: {_snip(lines[first])}"], 1, 0)
     parser = _RecordParser(header, source, tz)
     problems: list[str] = []
     refused: list[Problem] = []
     allocations: dict[int, JobRecord] = {}
     steps: dict[int, list[tuple[str, JobRecord]]] = {}
     order: dict[int, None] = {}  # jobs in order of first appearance
+    n_records = 0
     for lineno, record in _records(lines[first + 1:], first + 2, header, trailing_bar):
+        n_records += 1
         try:
             step, rec, warning = parser.parse(record)
         except Exception as e:  # RecordError; anything else is a bug, still one line only
@@ -143,7 +149,7 @@ def parse_sacct_text(text: str, *, source: str = "import",
         else:
             steps.setdefault(rec.job, []).append((step, rec))
     jobs = [allocations[j] if j in allocations else _merge_steps(steps[j]) for j in order]
-    return SacctRead(jobs, refused, problems)
+    return SacctRead(jobs, refused, problems, n_records, n_records - len(refused))
 
 
 def _snip(text: str, limit: int = 160) -> str:
