@@ -84,3 +84,38 @@ def jobs_sync(cfg: Config, since: str | None, until: str | None,
 
 
 # -- per-job I/O mail (docs/mail.md) --------------------------------------------------------
+
+
+@main.command("problems")
+@click.option("--source", help="Only this intake: sacct, hook-spool, hook-env, jobstats, ...")
+@click.option("--since", help="Only problems seen after this time (sacct-like: now-1day, "
+              "2026-11-20T08:00).")
+@click.option("-n", "--limit", type=int, default=50, show_default=True)
+@click.option("--record", "with_record", is_flag=True,
+              help="Also print each refused record (odd bytes as \\xHH).")
+@click.pass_obj
+def problems_cmd(cfg: Config, source: str | None, since: str | None, limit: int,
+                 with_record: bool) -> None:
+    """The quarantine: records from outside that were refused (newest first), and why.
+
+    Bad sacct lines of `jobs import|sync`, hook spool files that could not be stored
+    (also kept as `*.json.bad` in the spool), and what other intakes report. Admins only.
+    """
+    import psycopg
+
+    from slurm_io.store import problems
+
+    start = None if since is None else parse_time_arg(since, time.time())
+    with connect_db(cfg, upgrade=False) as conn:
+        try:
+            rows = problems.recent(conn, source=source, since=start, limit=limit)
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise click.ClickException("the quarantine is for admins (jobio_admin)") from e
+    for p in rows:
+        click.echo(f"{p.seen_at:%Y-%m-%dT%H:%M:%S}  {p.source:<10} {display(p.origin or '-')}: "
+                   f"{display(p.reason)}" + (f"  [lost: {display(p.lost)}]" if p.lost else ""))
+        if with_record and p.record is not None:
+            click.echo("    " + display(bytes(p.record).decode("utf-8", "surrogateescape"))
+                       .replace("\n", "\n    "))
+    if not rows:
+        click.echo("no problems recorded" + (f" for {source}" if source else ""))
