@@ -8,12 +8,16 @@ cut at the first dot.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import hostlist
 
 # What sacct prints for a job that never got nodes (pending, cancelled while pending).
 NO_NODES = frozenset({"", "None assigned", "(null)", "None"})
+
+
+_NOT_IN_NAMES = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 class NodeListError(ValueError):
@@ -35,8 +39,12 @@ def expand_nodes(text: str) -> tuple[str, ...]:
     text = text.strip()
     if text in NO_NODES:
         return ()
+    if _NOT_IN_NAMES.search(text):
+        # no node name holds one; and python-hostlist recurses without end on some (a
+        # newline inside brackets: `node[02-0\n3]`)
+        raise NodeListError(f"bad node list {text!r}: whitespace or control character")
     try:
         names = hostlist.expand_hostlist(text)
-    except hostlist.BadHostlist as e:
+    except (hostlist.BadHostlist, RecursionError) as e:
         raise NodeListError(f"bad node list {text!r}: {e}") from e
     return tuple(dict.fromkeys(short_host(n) for n in names if n))

@@ -95,3 +95,9 @@ def test_exit_codes_are_taken_in_ascii_digits_only():
     assert record_from_hook_env(env(SLURM_JOB_EXIT_CODE2="3:0")).exit_code == "3:0"
     r = record_from_hook_env(env(SLURM_JOB_EXIT_CODE2="٣:0", SLURM_JOB_EXIT_CODE="768"))
     assert r.exit_code == "3:0"
+
+
+def test_a_node_list_with_a_newline_is_a_node_list_error_not_endless_recursion():
+    # found by bench/fuzz_intake.py: python-hostlist recursed until RecursionError
+    with pytest.raises(ValueError, match="bad node list"):
+        record_from_hook_env(env(SLURM_JOB_NODELIST="node[02-0\n3]"))
