@@ -21,8 +21,12 @@ its time budget.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from slurm_io.text import clean, display
+
+if TYPE_CHECKING:  # the hook imports this module: no import it does not need
+    from slurm_io.model import JobRecord
 
 # Column ranges (sql/0002_jobs.sql): job ids are bigint, uids integer. A Unix uid is
 # unsigned 32-bit, but the uid columns (job, job_node, job_io, RLS) are PostgreSQL integer:
@@ -105,3 +109,25 @@ def unix_time(value: float, what: str) -> float:
     if not math.isfinite(value) or not TIME_MIN <= value <= TIME_MAX:
         raise RecordError(f"{what} {value!r} is out of range (years 1..9999)")
     return value
+
+
+def checked(rec: JobRecord) -> JobRecord:
+    """`rec` (from a source that does not check its values itself, e.g. pyslurm) with its
+    text cleaned and placeholders as None; RecordError when an id, uid or time cannot be
+    stored."""
+    for name, value, high in (("job id", rec.job, JOB_ID_MAX),
+                              ("array job id", rec.array_job, JOB_ID_MAX),
+                              ("uid", rec.uid, UID_COLUMN_MAX)):
+        if value is not None and not 0 <= value <= high:
+            raise RecordError(f"{name} {value} is out of range (0..{high})")
+    for name in ("submit", "start", "end"):
+        value = getattr(rec, name)
+        if value is not None:
+            unix_time(value, name)
+    return rec._replace(
+        jobid=clean(rec.jobid), array_task=slurm_text(rec.array_task),
+        user=slurm_text(rec.user), account=slurm_text(rec.account),
+        partition=slurm_text(rec.partition), name=free_text(rec.name),
+        nodes=tuple(clean(n) for n in rec.nodes), state=slurm_text(rec.state),
+        exit_code=slurm_text(rec.exit_code), work_dir=slurm_text(rec.work_dir),
+        submit_line=free_text(rec.submit_line))

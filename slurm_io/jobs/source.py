@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from slurm_io.jobs import fields
 from slurm_io.jobs.nodes import NodeListError, expand_nodes
 from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct_text
 from slurm_io.model import JobRecord
@@ -109,6 +110,7 @@ class PyslurmSource:
     def __init__(self, module: Any | None = None) -> None:
         self.pyslurm = module if module is not None else importlib.import_module("pyslurm")
         self.problems: list[str] = []
+        self.refused: list[Problem] = []
 
     def jobs(self, since: float | None, until: float | None) -> list[JobRecord]:
         db = self.pyslurm.db
@@ -119,14 +121,16 @@ class PyslurmSource:
         except Exception as e:  # pyslurm raises RPCError and others; all mean "unreadable"
             raise SourceError(f"pyslurm could not load jobs: {e}") from e
         records: list[JobRecord] = []
-        self.problems = []
+        self.problems, self.refused = [], []
         # 23.x+ Jobs is a MultiClusterMap: iterating it yields job ids, values() the jobs
         jobs = loaded.values() if hasattr(loaded, "values") else loaded
         for job in jobs:
             try:
                 records.append(record_from_pyslurm(job))
-            except (ValueError, TypeError) as e:
-                self.problems.append(f"job {getattr(job, 'id', '?')}: {e}")
+            except (ValueError, TypeError) as e:  # RecordError, NodeListError, bad types
+                origin = f"job {getattr(job, 'id', '?')}"
+                self.problems.append(f"{origin}: {e}")
+                self.refused.append(Problem("pyslurm", str(e), origin, repr(job)))
         return records
 
 
@@ -143,7 +147,7 @@ def record_from_pyslurm(job: Any) -> JobRecord:
         nodes = expand_nodes(getattr(job, "nodelist", None) or "")
     except NodeListError as e:
         raise ValueError(str(e)) from e
-    return JobRecord(
+    return fields.checked(JobRecord(
         job=int(job.id), jobid=jobid, array_job=array_job if array_task else None,
         array_task=array_task if array_job else None,
         uid=getattr(job, "user_id", None), user=getattr(job, "user_name", None) or None,
@@ -158,7 +162,7 @@ def record_from_pyslurm(job: Any) -> JobRecord:
         work_dir=getattr(job, "working_directory", None) or None,
         submit_line=getattr(job, "submit_command", None) or None,
         source="pyslurm",
-    )
+    ))
 
 
 def _float(value: Any) -> float | None:

@@ -44,11 +44,12 @@ from slurm_io.attribute.sql import attribute_job, data_complete_until, find_jobs
 from slurm_io.config import Config
 from slurm_io.fsutil import pid_alive
 from slurm_io.jobs.source import DEFAULT_SACCT, SacctSource, SourceError
-from slurm_io.jobs.store import upsert_job_counts
+from slurm_io.jobs.store import upsert_isolated
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue
 from slurm_io.notify.interfaces import MailBuilder
 from slurm_io.notify.smtp import OutcomeUnknown, Session, SmtpSettings, Undelivered
+from slurm_io.store import problems as quarantine
 from slurm_io.store.db import DatabaseLink
 
 log = logging.getLogger("slurm_io.report")
@@ -256,7 +257,11 @@ class Reporter:
                 log.warning("sacct for %d job(s): %s", len(chunk), e)
                 return
             wanted = set(chunk)
-            counts = upsert_job_counts(conn, [x for x in records if x.job in wanted])
+            counts, refused = upsert_isolated(conn, [x for x in records if x.job in wanted],
+                                              source="sacct")
+            if refused:  # a record the database refused: quarantined, the others stored
+                with conn.transaction():
+                    quarantine.record(conn, refused)
             r.synced += counts.written
 
     # -- one job ---------------------------------------------------------------------------

@@ -177,3 +177,23 @@ def test_show_takes_het_components_and_array_tasks_by_their_display_ids(db_dsn, 
     for bad in ("٣", "1853+x"):
         proc = _jobio("show", bad, dsn=db_dsn, tmp=tmp_path)
         assert proc.returncode == 2 and b"not a job id" in proc.stderr
+
+
+@pytest.mark.pg
+def test_jobs_sync_keeps_the_lines_sacct_printed_but_could_not_be_stored(db_dsn, tmp_path):
+    out = tmp_path / "sacct.txt"
+    out.write_bytes("\n".join([HEADER, row(**ids(61)), row(**ids(62), UID="²"),
+                               row(**ids(63), JobName="\udcfe")]).encode(
+        "utf-8", "surrogateescape") + b"\n")
+    sacct = tmp_path / "sacct"
+    sacct.write_text(f"#!/bin/sh\ncat {out}\n")
+    sacct.chmod(0o755)
+    proc = _jobio("jobs", "sync", "--since", "now-1day", "--sacct", str(sacct), dsn=db_dsn,
+                  tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert b"imported 2 jobs" in proc.stdout and b"skipped 1 bad line" in proc.stdout
+    with psycopg.connect(db_dsn) as conn:
+        names = dict(conn.execute("SELECT job, name FROM job"))
+        reasons = [r for (r,) in conn.execute("SELECT reason FROM problem WHERE source = 'sacct'")]
+    assert names == {61: "job", 63: "\\xfe"}
+    assert reasons == ["UID '²' is not a number"]

@@ -253,3 +253,10 @@ def test_pyslurm_jobs_map_to_the_same_records_as_sacct_lines():
         6, "6_[2-3]", "[2-3]", ())
     plain = record_from_pyslurm(_pyslurm_job(id=4, array_id=None, array_task_id=None))
     assert (plain.jobid, plain.array_job, plain.array_task) == ("4", None, None)
+
+
+def test_pyslurm_values_pass_the_same_checks_as_sacct_and_the_hook():
+    r = record_from_pyslurm(_pyslurm_job(name="x\udcffy", account="(null)"))
+    assert (r.name, r.account) == ("x\\xffy", None)
+    with pytest.raises(ValueError, match="uid 4294967296 is out of range"):
+        record_from_pyslurm(_pyslurm_job(user_id=4294967296))

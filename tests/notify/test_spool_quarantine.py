@@ -112,3 +112,24 @@ def test_a_job_id_in_other_digits_is_no_job_for_the_hook(tmp_path, monkeypatch):
     assert hook.run(hook_env(0, SLURM_JOB_ID="٣", SLURM_JOBID="٣"), fork=False) == "ignored"
     assert hook.run(hook_env(0, SLURM_JOB_ID="²", SLURM_JOBID="²"), fork=False) == "ignored"
     assert hookspool.pending(str(spool)) == []
+
+
+def test_a_record_that_could_not_be_spooled_and_cannot_be_stored_is_quarantined(
+        db_dsn, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the spool directory should be")
+    wrapper = write_wrapper(tmp_path / "hook", write_config(tmp_path / "c.toml", dsn=db_dsn,
+                                                             spool=blocker / "spool"))
+    proc, _ = run_hook(hook_env(8201, SLURM_JOB_UID="4294967296"), wrapper)
+    assert proc.returncode == 0 and "cannot spool" in proc.stderr
+    deadline = time.monotonic() + 30
+    while True:
+        with psycopg.connect(db_dsn) as conn:
+            row = conn.execute("SELECT reason, record FROM problem "
+                               "WHERE source = 'hook-env'").fetchone()
+        if row is not None:
+            break
+        assert time.monotonic() < deadline, "no quarantine row from the hook's child"
+        time.sleep(0.05)
+    assert "SLURM_JOB_UID 4294967296 is out of range" in row[0]
+    assert json.loads(bytes(row[1]))["SLURM_JOB_ID"] == "8201"
