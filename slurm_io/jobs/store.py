@@ -21,6 +21,7 @@ job's state changed ~2.2 s (see docs/jobs.md).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -98,10 +99,22 @@ def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, sourc
                     ) -> tuple[UpsertCounts, list[Problem]]:
     """upsert_job_counts, where a record the database refuses (a value the checks at the
     edge missed) costs that record only: the batch is halved until the culprit is alone,
-    and it comes back as a quarantine Problem. An unavailable database still raises."""
+    and it comes back as a quarantine Problem. An unavailable database still raises.
+
+    Integers are range-checked here first: psycopg's binary COPY (the C implementation)
+    wraps an int4 overflow instead of refusing it (uid 2^31 arrives as -2^31).
+    """
+    out_of_range = [(r, why) for r in records if (why := _out_of_range(r))]
+    if out_of_range:
+        bad = {id(r) for r, _ in out_of_range}
+        counts, problems = upsert_isolated(conn, [r for r in records if id(r) not in bad],
+                                           source=source)
+        return counts, problems + [Problem(source, f"refused: {why}", f"job {r.job}", repr(r))
+                                   for r, why in out_of_range]
     try:
         return upsert_job_counts(conn, records), []
-    except (psycopg.DataError, psycopg.IntegrityError) as e:
+    except (psycopg.DataError, psycopg.IntegrityError, ValueError, OverflowError,
+            struct.error) as e:  # refused by the server, or by psycopg's encoders (COPY)
         if len(records) <= 1:
             reason = f"refused by the database: {type(e).__name__}: {str(e).splitlines()[0]}"
             return UpsertCounts(0, 0, 0), [Problem(source, reason, f"job {r.job}", repr(r))
@@ -110,6 +123,16 @@ def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, sourc
     a, pa = upsert_isolated(conn, records[:mid], source=source)
     b, pb = upsert_isolated(conn, records[mid:], source=source)
     return UpsertCounts(*(x + y for x, y in zip(a, b, strict=True))), pa + pb
+
+
+def _out_of_range(r: JobRecord) -> str | None:
+    """Why an integer of `r` does not fit its column (job, array_job bigint; uid integer)."""
+    for name, value, low, high in (("job", r.job, 0, 2**63 - 1),
+                                   ("array_job", r.array_job, 0, 2**63 - 1),
+                                   ("uid", r.uid, -2**31, 2**31 - 1)):
+        if value is not None and not low <= value <= high:
+            return f"{name} {value} does not fit its column ({low}..{high})"
+    return None
 
 
 def newest_end(conn: psycopg.Connection) -> float | None:

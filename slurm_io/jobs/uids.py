@@ -11,15 +11,17 @@ from __future__ import annotations
 import pwd
 from collections.abc import Callable, Iterable
 
+from slurm_io.jobs.fields import UID_COLUMN_MAX
 from slurm_io.model import JobRecord
 
 
 def passwd_uid(user: str) -> int | None:
     """The uid of `user` on this machine, None when it has no such user."""
     try:
-        return pwd.getpwnam(user).pw_uid
-    except KeyError:
+        uid = pwd.getpwnam(user).pw_uid
+    except (KeyError, ValueError):  # ValueError: a name with NUL
         return None
+    return uid if uid <= UID_COLUMN_MAX else None  # the uid columns are integer
 
 
 def fill_uids(records: Iterable[JobRecord],

@@ -197,3 +197,25 @@ def test_jobs_sync_keeps_the_lines_sacct_printed_but_could_not_be_stored(db_dsn,
         reasons = [r for (r,) in conn.execute("SELECT reason FROM problem WHERE source = 'sacct'")]
     assert names == {61: "job", 63: "\\xfe"}
     assert reasons == ["UID '²' is not a number"]
+
+
+@pytest.mark.pg
+def test_a_record_the_database_refuses_costs_only_that_record(db_dsn):
+    from slurm_io.jobs.store import upsert_isolated
+
+    (good,), _ = parse_sacct("\n".join([HEADER, row(**ids(71))]), tz=UTC)
+    # values no checked intake produces, as a new source might hand them over
+    records = [good, good._replace(job=72, jobid="72", uid=2**31),
+               good._replace(job=73, jobid="73", name="a\x00b"),
+               good._replace(job=74, jobid="74", work_dir="x\udcffy"),
+               good._replace(job=75, jobid="75")]
+    with psycopg.connect(db_dsn) as conn:
+        counts, refused = upsert_isolated(conn, records, source="sacct")
+        stored = sorted(j for (j,) in conn.execute("SELECT job FROM job"))
+    assert stored == [71, 75] and counts.inserted == 2
+    reasons = {p.origin: p.reason for p in refused}
+    assert sorted(reasons) == ["job 72", "job 73", "job 74"]
+    # checked before COPY: psycopg's C binary COPY would store uid 2^31 as -2^31
+    assert "uid 2147483648 does not fit its column" in reasons["job 72"]
+    assert reasons["job 73"].startswith("refused by the database")
+    assert reasons["job 74"].startswith("refused by the database: UnicodeEncodeError")
