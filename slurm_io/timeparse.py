@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 _UNITS = {"s": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60, "minutes": 60,
           "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400,
@@ -126,3 +126,25 @@ def _clock(g: dict[str, str | None], text: str) -> tuple[int, int, int]:
     if hh > 23 or mi > 59 or ss > 59:
         raise ValueError(f"no time {hh:02d}:{mi:02d}:{ss:02d} in {text!r} ({HINT})")
     return hh, mi, ss
+
+
+def parse_day(value: str | None, now: float | None = None) -> date:
+    """A UTC day (`jobio daily`, `jobio lassi compute`): YYYY-MM-DD, `today`, `yesterday`
+    (the default), or the UTC day of any time parse_time takes (`now-3days`, `11/20`)."""
+    now = time.time() if now is None else now
+    today = datetime.fromtimestamp(now, UTC).date()
+    word = None if value is None else value.strip().lower()
+    if word is None or word == "yesterday":
+        return today - timedelta(days=1)
+    if word == "today":
+        return today
+    if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", word):  # the day itself, not local midnight
+        year, month, mday = (int(x) for x in word.split("-"))
+        try:
+            return date(year, month, mday)
+        except ValueError:
+            raise ValueError(f"not a day: {value!r} (no {word} in the calendar)") from None
+    try:
+        return datetime.fromtimestamp(parse_time(word, now=now), UTC).date()
+    except ValueError as e:
+        raise ValueError(f"not a day: {value!r} ({e})") from None
