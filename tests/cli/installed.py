@@ -27,3 +27,30 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], *needles: str)
     for needle in needles:
         assert needle in lines[0], lines[0]
     return lines[0]
+
+
+def command_for(user: str, runuser: str) -> tuple[list[str], dict[str, str]]:
+    """How OS account `user` runs this installed `jobio`: (argv prefix, extra environment).
+
+    The venv's script itself when `user` can run it (a venv made from /usr/bin/python3, as
+    scripts/setup.sh does on Debian); else, when the venv's interpreter is out of the user's
+    reach (a Python under /root, as on CI), the same script with the system Python of the
+    same release and the venv's packages. No skip: one of the two works wherever the suite
+    runs.
+    """
+    import sysconfig
+
+    repo = Path(__file__).resolve().parents[2]
+    tries: list[tuple[list[str], dict[str, str]]] = [([JOBIO], {})]
+    system = f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"
+    if os.access(system, os.X_OK):
+        tries.append(([system, JOBIO],
+                      {"PYTHONPATH": f"{repo}:{sysconfig.get_paths()['purelib']}"}))
+    for argv, env in tries:
+        probe = subprocess.run([runuser, "-u", user, "--", "env", *(f"{k}={v}" for k, v in
+                                                                    env.items()),
+                                *argv, "--version"], capture_output=True, text=True,
+                               check=False, cwd="/")
+        if probe.returncode == 0:
+            return argv, env
+    raise AssertionError(f"{user} can run neither {JOBIO} nor it with {system}")
