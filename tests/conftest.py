@@ -24,6 +24,9 @@ from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
 
 TEMPLATE_DB = "slurmio_test_template"
+# `jobio` turns unexpected exceptions into one line for people (slurm_io/cli/app.py); in tests
+# they propagate, also from the installed `jobio` run as a subprocess, so real bugs show.
+os.environ.setdefault("SLURM_IO_TRACEBACK", "1")
 _db_numbers = itertools.count(1)
 
 

@@ -2,13 +2,21 @@
 
 `jobio 12345` means `jobio show 12345` (like `sacct -j`), so the group routes a first
 argument that looks like a job id to `show`.
+
+Errors: a person's mistake (a usage error, a bad value) and anything unexpected end in one line
+on stderr, `jobio: error: ...`, and a non-zero exit, never a traceback (`-v` adds the
+traceback). With $SLURM_IO_TRACEBACK=1 (set by the test suite) unexpected exceptions propagate
+unchanged, so that real bugs stay visible in tests.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +28,23 @@ from slurm_io.config import Config, ConfigError
 # sacct -j's forms: 123, an array task 123_4, a het component 1853+1, each with an optional
 # step (.batch, .0). ASCII digits only: `\d` would take other scripts' digits.
 JOBID_ARG = re.compile(r"^[0-9]+(?:_[0-9]+|\+[0-9]+)?(?:\.\w+)?$", re.ASCII)
+TRACEBACK_ENV = "SLURM_IO_TRACEBACK"
+
+
+def one_line(text: str) -> str:
+    """`text` on one line (server messages carry DETAIL/HINT lines)."""
+    return " ".join(text.split())
+
+
+class JobioError(click.ClickException):
+    """An error shown as one line, `jobio: error: ...` (click's usage errors print three)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(one_line(message))
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"jobio: error: {self.format_message()}", err=True)
 
 
 class JobioGroup(click.Group):
@@ -32,6 +57,39 @@ class JobioGroup(click.Group):
         if name is not None and name not in self.commands and JOBID_ARG.match(name):
             return "show", self.commands["show"], args  # the job id stays show's argument
         return super().resolve_command(ctx, args)
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as e:  # the group's own options: `jobio --bogus`
+            raise JobioError(e.format_message(), e.exit_code) from e
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except JobioError:
+            raise
+        except click.UsageError as e:  # a subcommand's: `jobio show -S 2026-13-45`
+            raise JobioError(e.format_message(), e.exit_code) from e
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as e:
+            if ((isinstance(e, OSError) and e.errno == errno.EPIPE)  # `jobio ... | head`
+                    or os.environ.get(TRACEBACK_ENV) == "1"):
+                raise
+            raise _one_line(ctx, e) from e
+
+
+def _one_line(ctx: click.Context, e: Exception) -> JobioError:
+    """What an exception no command handled becomes: one line (the traceback too with -v)."""
+    if ctx.params.get("verbose"):
+        traceback.print_exception(e)
+    message = one_line(str(e)) or type(e).__name__
+    if not isinstance(e, OSError | ValueError) and type(e).__module__.split(".")[0] not in (
+            "psycopg",):
+        message = f"{type(e).__name__}: {message}"
+    return JobioError(message + ("" if ctx.params.get("verbose") else "  (-v: traceback)"))
 
 
 def _setup_logging(verbose: int) -> None:
@@ -76,7 +134,14 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
 # -- database ------------------------------------------------------------------------------
 
 
-def parse_time_arg(value: str | None, default: float) -> float:
+def parse_time_arg(value: str | None, default: float, option: str | None = None) -> float:
+    """A sacct-like time option's value (`default` when absent); a mistake is a usage error
+    naming the option."""
     from slurm_io.timeparse import parse_time
 
-    return default if value is None else parse_time(value)
+    if value is None:
+        return default
+    try:
+        return parse_time(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=option) from e

@@ -28,8 +28,8 @@ def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool
     from slurm_io.report import usage as usage_view
 
     now = time.time()
-    end = parse_time_arg(endtime, now)
-    start = parse_time_arg(starttime, end - 86400)
+    end = parse_time_arg(endtime, now, "-E")
+    start = parse_time_arg(starttime, end - 86400, "-S")
     with connect_db(cfg) as conn:
         result = usage_view.usage(conn, start, end)
         if attribution:
@@ -50,7 +50,9 @@ def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool
 @click.option("-E", "--endtime", help="With -u: jobs running before this time (default now).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON list, every counter by name.")
 @click.option("-P", "--parsable2", "parsable", is_flag=True, help="`|`-separated, like sacct.")
-@click.option("-o", "--format", "fmt", help="Fields for -P (sacct names or Lustre counters).")
+@click.option("-o", "--format", "fmt", help="Fields, as in sacct: names (JobID, ReadBytes, ...) "
+              "or Lustre counters (open, mkdir ...), each with an optional %N width "
+              "(ignored with -P); a table without -P.")
 @click.option("-n", "--noheader", is_flag=True)
 @click.option("--targets", is_flag=True, help="Add the per-target view.")
 @click.option("--timeline", is_flag=True, help="Add the timeline (collector resolution).")
@@ -69,7 +71,17 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
 
     if not jobids and not user:
         raise click.UsageError("give job ids, or -u USER")
+    for spec in jobids:
+        if not JOBID_ARG.match(spec):
+            raise click.UsageError(f"not a job id: {spec!r}")
+    if fmt is not None:
+        try:
+            show_mod.parse_format(fmt)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="-o/--format") from e
     now = time.time()
+    end = parse_time_arg(endtime, now, "-E")
+    start = parse_time_arg(starttime, end - 86400, "-S")
     reports = []
     missing = []
     with connect_db(cfg, upgrade=False) as conn:
@@ -88,8 +100,7 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
                 missing.append(spec)
             infos += found
         if user:
-            end = parse_time_arg(endtime, now)
-            infos += user_jobs(conn, user, parse_time_arg(starttime, end - 86400), end)
+            infos += user_jobs(conn, user, start, end)
         for info in infos:
             r = show_mod.job_report(conn, info, now=now, resolution=cfg.interval)
             if info.start is None and not r["totals"]:
@@ -101,6 +112,9 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     elif parsable:
         click.echo(show_mod.parsable(reports, fmt or show_mod.DEFAULT_FORMAT,
                                      header=not noheader))
+    elif fmt:
+        if reports:
+            click.echo(show_mod.table(reports, fmt, header=not noheader))
     else:
         click.echo("\n\n".join(show_mod.render(r, targets=targets, timeline=timeline)
                                 for r in reports))
@@ -123,7 +137,7 @@ def attribute_cmd(cfg: Config, since: str | None, limit: int | None) -> None:
 
     now = time.time()
     with connect_db(cfg) as conn:
-        jobs = pending_jobs(conn, parse_time_arg(since, now - 7 * 86400), limit)
+        jobs = pending_jobs(conn, parse_time_arg(since, now - 7 * 86400, "--since"), limit)
         n, complete = attribute_jobs(conn, jobs, now=now, resolution=cfg.interval)
     click.echo(f"attributed {n} job(s), {complete} complete")
 
@@ -155,7 +169,7 @@ def top_cmd(cfg: Config, once: bool, sort: str, fs: str | None, kind: str | None
 
     from slurm_io.report import top as top_mod
 
-    t_at = None if at is None else parse_time_arg(at, time.time())
+    t_at = None if at is None else parse_time_arg(at, time.time(), "--at")
     with connect_db(cfg, upgrade=False) as conn:
         if once or as_json:
             t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind, user=user,
@@ -190,17 +204,22 @@ def lassi_group() -> None:
 
 def _days(date_: str | None, start: str | None, end: str | None) -> list[Any]:
     from slurm_io.lassi.sql import day_list
-    from slurm_io.report.daily import parse_day
+    from slurm_io.timeparse import parse_day
 
+    if date_ and (start or end):
+        raise click.UsageError("give --date, or -S/-E")
+    option = "-S" if start else "-E" if end else "--date"
     try:
-        if date_ and (start or end):
-            raise click.UsageError("give --date, or -S/-E")
         if start or end:
             first = parse_day(start or end)
-            return day_list(first, parse_day(end) if end else first)
+            option = "-E"
+            last = parse_day(end) if end else first
+            if last < first:
+                raise ValueError(f"the range ends ({last}) before it starts ({first})")
+            return day_list(first, last)
         return [parse_day(date_)]
     except ValueError as e:
-        raise click.BadParameter(str(e)) from e
+        raise click.BadParameter(str(e), param_hint=option) from e
 
 
 @lassi_group.command("compute")
@@ -248,9 +267,10 @@ def daily_cmd(cfg: Config, date_: str | None, out: Path, mail_to: tuple[str, ...
     """A day's HTML report with plots: LASSi risk, request quality, rates, heat map, top
     jobs and users (with a page per job)."""
     from slurm_io.report import daily
+    from slurm_io.timeparse import parse_day
 
     try:
-        day = daily.parse_day(date_)
+        day = parse_day(date_)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--date") from e
     with connect_db(cfg) as conn:
@@ -297,8 +317,8 @@ def slowdown_cmd(cfg: Config, user: str, name: str | None, by_submit_line: bool,
     from slurm_io.report import slowdown
 
     now = time.time()
-    end = parse_time_arg(endtime, now)
-    start = parse_time_arg(starttime, end - 30 * 86400)
+    end = parse_time_arg(endtime, now, "-E")
+    start = parse_time_arg(starttime, end - 30 * 86400, "-S")
     with connect_db(cfg, upgrade=False) as conn:
         groups = slowdown.analyse(conn, user, start=start, end=end, name=name,
                                   by_submit_line=by_submit_line)

@@ -78,20 +78,6 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def parse_day(value: str | None, now: float | None = None) -> date:
-    """A UTC day: YYYY-MM-DD, `today`, `yesterday` (the default)."""
-    now = time.time() if now is None else now
-    today = datetime.fromtimestamp(now, UTC).date()
-    if value is None or value == "yesterday":
-        return date.fromordinal(today.toordinal() - 1)
-    if value == "today":
-        return today
-    try:
-        return date.fromisoformat(value)
-    except ValueError as e:
-        raise ValueError(f"not a day: {value!r} (YYYY-MM-DD, today, yesterday)") from e
-
-
 def _ts(t: float) -> datetime:
     return datetime.fromtimestamp(t, UTC)
 

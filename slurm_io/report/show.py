@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
 
 from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until
+from slurm_io.model import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.report.counters import human_bytes
+from slurm_io.text import display
 
 
 class JobSpec(NamedTuple):
@@ -109,9 +112,11 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
     t = r["totals"]
     q = r["quality"]
     lines = [
-        f"Job {r['jobid']} ({r['name'] or '-'})  user {r['user'] or r['uid']}  "
+        # names, users and nodes come from Slurm: shown escaped (slurm_io.text.display)
+        f"Job {r['jobid']} ({display(r['name'] or '-')})  "
+        f"user {display(str(r['user'] or r['uid']))}  "
         f"state {r['state'] or '-'}{' (running: I/O so far)' if r['running'] else ''}",
-        f"  nodes {len(r['nodes'])}: {','.join(r['nodes']) or '-'}",
+        f"  nodes {len(r['nodes'])}: {display(','.join(r['nodes'])) or '-'}",
         f"  start {r['start'] or '-'}  end {r['end'] or '-'}  elapsed {_elapsed(r['elapsed'])}",
         f"  read    {human_bytes(t.get('read_bytes', 0)):>12} in "
         f"{t.get('read_bytes_samples', 0):>10} requests   mean {_size(q['read_mean_size'])}"
@@ -134,7 +139,7 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
         lines.append(f"  {'target':<22}{'read':>12}{'written':>12}{'meta ops':>10}")
         for name, c in r["by_target"].items():
             meta = sum(v for k, v in c.items() if not k.startswith(("read", "write")))
-            lines.append(f"  {name:<22}{human_bytes(c.get('read_bytes', 0)):>12}"
+            lines.append(f"  {display(name):<22}{human_bytes(c.get('read_bytes', 0)):>12}"
                          f"{human_bytes(c.get('write_bytes', 0)):>12}{meta:>10}")
     if timeline:
         lines.append(f"  {'time':<21}{'read':>12}{'written':>12}{'meta ops':>10}")
@@ -185,23 +190,77 @@ FIELDS: dict[str, Any] = {
 DEFAULT_FORMAT = "JobID,User,State,Elapsed,NNodes,ReadBytes,WriteBytes,MetaOps"
 
 
+class Column(NamedTuple):
+    """One `-o` field: its name as given, how to read it, and sacct's `%N` width (`%-N`:
+    left-justified)."""
+
+    name: str
+    get: Callable[[dict[str, Any]], Any]
+    width: int | None
+    left: bool
+
+
+_FIELD_RE = re.compile(r"(?P<name>[A-Za-z_][\w]*)(?:%(?P<left>-)?(?P<width>\d+))?")
+_COUNTER_FIELDS = KNOWN_COUNTERS | {f"{b}_samples" for b in BYTE_COUNTERS}
+
+
+def parse_format(fmt: str) -> list[Column]:
+    """sacct's `--format`/`-o`: comma-separated field names (sacct's, or a Lustre counter
+    like `open`; case-insensitive), each with an optional `%N` width. ValueError names a field
+    that is neither, so that a typo is not printed as a column of zeros."""
+    cols = []
+    for item in (c.strip() for c in fmt.split(",")):
+        if not item:
+            continue
+        m = _FIELD_RE.fullmatch(item)
+        name = m.group("name") if m else item
+        if m is None or (name.lower() not in FIELDS and name.lower() not in _COUNTER_FIELDS):
+            raise ValueError(f"unknown field {item!r} in --format (sacct names: "
+                             f"{', '.join(sorted(FIELDS))}; or a Lustre counter such as "
+                             "read_bytes, open, mkdir)")
+        key = name.lower()
+        get = FIELDS.get(key) or (lambda r, k=key: r["totals"].get(k, 0))
+        width = int(m.group("width")) if m.group("width") else None
+        if width == 0:
+            raise ValueError(f"width 0 in field {item!r} of --format")
+        cols.append(Column(name, get, width, bool(m.group("left"))))
+    if not cols:
+        raise ValueError("--format names no field")
+    return cols
+
+
+def _value(v: Any) -> str:
+    return "" if v is None else display(str(v))
+
+
 def parsable(reports: list[dict[str, Any]], fmt: str, *, header: bool = True) -> str:
     """`-P` output: `|`-separated, sacct's field names (case-insensitive), counters by
-    Lustre name also accepted (e.g. `open`, `mkdir`)."""
-    cols = [c.strip() for c in fmt.split(",") if c.strip()]
-    getters = []
-    for c in cols:
-        key = c.lower()
-        if key in FIELDS:
-            getters.append(FIELDS[key])
-        else:
-            getters.append(lambda r, k=c: r["totals"].get(k, 0))
-    out = ["|".join(cols)] if header else []
+    Lustre name also accepted (e.g. `open`, `mkdir`). Widths are ignored, as by sacct."""
+    cols = parse_format(fmt)
+    out = ["|".join(c.name for c in cols)] if header else []
     for r in reports:
-        out.append("|".join("" if (v := g(r)) is None else str(v) for g in getters))
+        out.append("|".join(_value(c.get(r)) for c in cols))
     return "\n".join(out)
 
 
-def unknown_fields(fmt: str, known_counters: set[str]) -> list[str]:
-    return [c for c in (x.strip() for x in fmt.split(","))
-            if c and c.lower() not in FIELDS and c not in known_counters]
+def table(reports: list[dict[str, Any]], fmt: str, *, header: bool = True) -> str:
+    """`-o` without `-P`: sacct's fixed-width table. A field is as wide as its `%N` (else as
+    its widest value, at least its name), right-justified (`%-N`: left); a longer value is
+    cut and ends in `+`, as in sacct."""
+    cols = parse_format(fmt)
+    rows = [[_value(c.get(r)) for c in cols] for r in reports]
+    widths = [c.width or max([len(c.name), *(len(row[i]) for row in rows)])
+              for i, c in enumerate(cols)]
+
+    def cell(text: str, i: int) -> str:
+        w = widths[i]
+        if len(text) > w:
+            text = text[:w - 1] + "+"
+        return text.ljust(w) if cols[i].left else text.rjust(w)
+
+    out = []
+    if header:
+        out.append(" ".join(cell(c.name, i) for i, c in enumerate(cols)))
+        out.append(" ".join("-" * w for w in widths))
+    out += [" ".join(cell(v, i) for i, v in enumerate(row)) for row in rows]
+    return "\n".join(out)

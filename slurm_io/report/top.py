@@ -25,6 +25,7 @@ import psycopg
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
 from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
+from slurm_io.text import display
 
 SORT_KEYS = {"write": "write_bytes", "read": "read_bytes", "meta": "meta_ops", "reqs": "reqs"}
 _META_SQL = " + ".join(f"coalesce(d.op_{op}, 0)" for op in sorted(METADATA_OPS))
@@ -267,9 +268,11 @@ def render(t: Top, *, width: int | None = None) -> str:
              f"{HEADER[5]:>10}{HEADER[6]:>7}  {HEADER[7]}"]
     for r in t.rows:
         nodes = r.nodes if r.nodes is not None else (len(r.hosts) or "-")
-        lines.append(f"{r.label[:13]:<14}{r.user[:11]:<12}{_fmt_mb(r.write_bytes):>10}"
+        # user-chosen text (work dirs, names) cannot drive the admin's terminal
+        lines.append(f"{display(r.label)[:13]:<14}{display(r.user)[:11]:<12}"
+                     f"{_fmt_mb(r.write_bytes):>10}"
                      f"{_fmt_mb(r.read_bytes):>10}{r.meta_ops:>10.0f}{r.reqs:>10.0f}"
-                     f"{nodes:>7}  {r.work_dir or '-'}")
+                     f"{nodes:>7}  {display(r.work_dir or '-')}")
     if width:
         lines = [ln[:width] for ln in lines]
     return "\n".join(lines)
