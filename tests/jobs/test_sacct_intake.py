@@ -4,6 +4,7 @@ job components and array tasks are jobs like any other, down to `jobio show`."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC
@@ -141,11 +142,12 @@ def test_jobs_import_skips_bad_lines_keeps_them_for_admins_and_exits_0(db_dsn, t
                                                      f"{path} line 8"]
     assert bytes(problems[0][2]).startswith(b"12345678901234567890|")
     assert "bad node list" in problems[2][1]
-    listed = _jobio("problems", "--source", "sacct", "--record", dsn=db_dsn, tmp=tmp_path)
+    listed = _jobio("problems", "--source", "sacct", "--json", dsn=db_dsn, tmp=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    text = listed.stdout.decode()
-    assert text.count(f"sacct      {path} line") == 3
-    assert "UID 4294967296 is out of range" in text and "\n    56|56|job|" in text
+    shown = json.loads(listed.stdout)
+    assert sorted(p["origin"] for p in shown) == sorted(o for o, _, _ in problems)
+    assert any("UID 4294967296 is out of range" in p["reason"] for p in shown)
+    assert any(p["record"].startswith("56|56|job|") for p in shown)
 
 
 @pytest.mark.pg
