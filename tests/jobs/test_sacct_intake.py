@@ -4,6 +4,7 @@ job components and array tasks are jobs like any other, down to `jobio show`."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import UTC
@@ -16,6 +17,8 @@ from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
 
 JOBIO = str(Path(sys.executable).with_name("jobio"))
 REPO = Path(__file__).resolve().parents[2]
+# ../shared beside the checkout; SLURM_IO_SHARED_DIR points elsewhere (a worktree's ../ has none)
+SHARED = Path(os.environ.get("SLURM_IO_SHARED_DIR") or REPO.parent / "shared")
 HEADER = "|".join(SACCT_FIELDS)
 
 
@@ -219,3 +222,34 @@ def test_a_record_the_database_refuses_costs_only_that_record(db_dsn):
     assert "uid 2147483648 does not fit its column" in reasons["job 72"]
     assert reasons["job 73"].startswith("refused by the database")
     assert reasons["job 74"].startswith("refused by the database: UnicodeEncodeError")
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_real_hook_environments_of_het_components_and_arrays_agree_with_sacct(release):
+    """Captures of a real Slurm (../shared/fixtures/slurm/<release>): the EpilogSlurmctld
+    environment of every job, het components 9+0 and 9+1 and the non-ASCII name included,
+    gives the record sacct's line gives."""
+    base = SHARED / "fixtures" / "slurm" / release
+    if not base.is_dir():
+        pytest.skip(f"shared fixtures {base} not present")
+    from slurm_io.jobs.hookenv import record_from_hook_env
+
+    sacct, problems = parse_sacct((base / "sacct_brief_alloc.psv").read_text())
+    assert problems == []
+    by_job = {r.job: r for r in sacct}
+    assert (by_job[9].jobid, by_job[10].jobid) == ("9+0", "9+1")
+    seen = set()
+    for path in sorted((base / "dumps").glob("epilog_slurmctld.*.ctld.env")):
+        env = {}
+        for line in path.read_bytes().decode("utf-8", "surrogateescape").splitlines():
+            if line and not line.startswith("#") and "=" in line:
+                key, _, value = line.partition("=")
+                env[key] = value
+        hook = record_from_hook_env(env)
+        s = by_job[hook.job]
+        assert (hook.jobid, hook.array_job, hook.array_task, hook.uid, hook.user,
+                hook.account, hook.name, hook.nodes, hook.work_dir) == (
+            s.jobid, s.array_job, s.array_task, s.uid, s.user, s.account, s.name, s.nodes,
+            s.work_dir), path.name
+        seen.add(hook.jobid)
+    assert {"9+0", "9+1", "5_1"} <= seen
