@@ -200,6 +200,11 @@ def test_jobs_sync_keeps_the_lines_sacct_printed_but_could_not_be_stored(db_dsn,
         reasons = [r for (r,) in conn.execute("SELECT reason FROM problem WHERE source = 'sacct'")]
     assert names == {61: "job", 63: "\\xfe"}
     assert reasons == ["UID '²' is not a number"]
+    again = _jobio("jobs", "sync", "--since", "now-1day", "--sacct", str(sacct), dsn=db_dsn,
+                   tmp=tmp_path)
+    assert again.returncode == 0 and b"skipped 1 bad line" in again.stdout
+    with psycopg.connect(db_dsn) as conn:  # the next run meets the same line: kept once
+        assert conn.execute("SELECT count(*) FROM problem").fetchone() == (1,)
 
 
 @pytest.mark.pg
