@@ -85,6 +85,15 @@ def test_names_with_bytes_that_are_not_utf8_are_kept_escaped():
     assert problems == [] and r.name == "x\\xffy"
 
 
+def test_a_pending_arrays_task_list_takes_only_slurms_characters():
+    # found by bench/fuzz_intake.py: any byte inside the brackets went into jobid
+    jobs, problems = parse_sacct("JobID|JobIDRaw|State\n5_[2-9%2]|5|PENDING\n"
+                                 "6_[1,3-5:2]|6|PENDING\n7_[2-\udcff]|7|PENDING\n", tz=UTC)
+    assert [(j.jobid, j.array_task) for j in jobs] == [("5_[2-9%2]", "[2-9%2]"),
+                                                       ("6_[1,3-5:2]", "[1,3-5:2]")]
+    assert len(problems) == 1 and "bad JobID" in problems[0]
+
+
 def test_het_components_and_array_tasks_are_jobs_under_their_raw_ids():
     # the forms of fixtures/slurm/24.11/sacct_brief_alloc.psv
     jobs, problems = parse_sacct("\n".join([
