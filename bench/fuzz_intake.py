@@ -65,7 +65,11 @@ def fuzz_sacct(conn: psycopg.Connection, cases: int, rnd: random.Random) -> dict
         r["accepted"] += read.accepted
         r["refused"] += len(read.refused)
         r["uncounted"] += read.records - read.accepted - len(read.refused)
-        r["unstorable"] += sum(1 for j in read.jobs if unstorable(j))
+        for j in read.jobs:
+            if unstorable(j):
+                r["unstorable"] += 1
+                print(f"sacct case {i}: accepted but unstorable {unstorable(j)}: {j!r}",
+                      file=sys.stderr)
         pending += [j for j in read.jobs if not unstorable(j)]
         if len(pending) >= 500 or i == cases - 1:
             _, refused = upsert_isolated(conn, pending, source="sacct")
@@ -93,7 +97,10 @@ def fuzz_hook_env(cases: int, rnd: random.Random) -> dict[str, float]:
             print(f"hook-env case {i}: {type(e).__name__}: {e}", file=sys.stderr)
             continue
         r["accepted"] += 1
-        r["unstorable"] += bool(unstorable(rec))
+        if unstorable(rec):
+            r["unstorable"] += 1
+            print(f"hook-env case {i}: accepted but unstorable {unstorable(rec)}: {rec!r}",
+                  file=sys.stderr)
     r["seconds"] = time.perf_counter() - t0
     return r
 

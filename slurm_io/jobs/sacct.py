@@ -59,7 +59,7 @@ _NAME = r"[^\s|]*"
 _SHAPES: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern, re.ASCII)
     for names, pattern in (
-        (("JobID",), r"\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?(?:\.[\w+-]+)?"),
+        (("JobID",), r"\d+(?:_(?:\d+|\[[\d,%:-]*\]))?(?:\+\d+)?(?:\.[\w+-]+)?"),
         (("JobIDRaw",), r"\d+(?:\.[\w+-]+)?"),
         (("UID", "GID", "NNodes", "NCPUS", "AllocCPUS", "ReqCPUS", "ElapsedRaw", "NTasks"),
          r"\d*"),
@@ -72,7 +72,8 @@ _SHAPES: dict[str, re.Pattern[str]] = {
     for name in names
 }
 # re.ASCII: `\d` would also match other scripts' digits, which int() then accepts
-_ARRAY = re.compile(r"^(\d+)_(\d+|\[[^\]]*\])$", re.ASCII)
+# the pending rest of an array: `5_[2-9%2]`, `5_[1,3-5]`, `5_[1-9:2]`
+_ARRAY = re.compile(r"^(\d+)_(\d+|\[[\d,%:-]*\])$", re.ASCII)
 _PLAIN = re.compile(r"^\d+$", re.ASCII)
 _HET = re.compile(r"^(\d+)\+(\d+)$", re.ASCII)  # heterogeneous job component: 123+0
 _NO_TIME = frozenset({"", "Unknown", "None", "N/A"})

@@ -90,8 +90,9 @@ class SacctSource:
                               f"{' '.join(argv)}")
         read = parse_sacct_text(proc.stdout, source="sacct")
         records, self.problems, self.refused = read.jobs, read.messages, read.refused
-        for p in self.problems:
-            log.warning("sacct output: %s", p)
+        if self.refused:  # one line per run; the lines are in the quarantine
+            log.warning("sacct output: %d line(s) refused (jobio problems), the first: %s",
+                        len(self.refused), self.problems[0] if self.problems else "?")
         return records
 
 

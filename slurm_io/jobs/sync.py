@@ -46,7 +46,7 @@ def sync_jobs(conn: psycopg.Connection, source: JobSource, *, since: float | Non
     records = fill_uids(source.jobs(since, until))
     counts, in_db = upsert_isolated(conn, records, source="sacct")
     refused = list(getattr(source, "refused", [])) + in_db
-    _keep(conn, refused)
+    keep_refused(conn, refused, new_only=True)
     return RunResult(len(records) - len(in_db), counts,
                      list(getattr(source, "problems", [])) + _messages(in_db), since, until,
                      len(refused))
@@ -62,7 +62,7 @@ def import_sacct_text(conn: psycopg.Connection, text: str, *,
     refused = read.refused + in_db
     if origin:
         refused = [p._replace(origin=f"{origin} {p.origin}") for p in refused]
-    _keep(conn, refused)
+    keep_refused(conn, refused)
     return RunResult(len(records) - len(in_db), counts, read.messages + _messages(in_db),
                      None, None, len(refused))
 
@@ -71,7 +71,32 @@ def _messages(refused: list[quarantine.Problem]) -> list[str]:
     return [f"{p.origin}: {p.reason}" for p in refused]
 
 
-def _keep(conn: psycopg.Connection, refused: list[quarantine.Problem]) -> None:
+def keep_refused(conn: psycopg.Connection, refused: list[quarantine.Problem], *,
+                 new_only: bool = False) -> int:
+    """Put refused records into the quarantine; how many rows were added.
+
+    `new_only`: leave out records already quarantined in the last week. A periodic sync
+    reads overlapping windows (a day, every few minutes), so the same bad sacct line comes
+    back at every run; it is kept once, not once per run.
+    """
+    if new_only and refused:
+        data = [_record_bytes(p.record) for p in refused]
+        with conn.transaction():
+            known = {bytes(r) for (r,) in conn.execute(
+                "SELECT record FROM problem WHERE source = ANY(%s) AND record = ANY(%s) "
+                "AND seen_at > now() - interval '7 days'",
+                (sorted({p.source for p in refused}), [d for d in data if d is not None]))}
+        refused = [p for p, d in zip(refused, data, strict=True) if d is None or d not in known]
     if refused:
         with conn.transaction():
             quarantine.record(conn, refused)
+    return len(refused)
+
+
+def _record_bytes(record: bytes | str | None) -> bytes | None:
+    if record is None or isinstance(record, bytes):
+        return record
+    try:
+        return record.encode("utf-8", "surrogateescape")[:quarantine.MAX_RECORD_BYTES]
+    except UnicodeEncodeError:
+        return None

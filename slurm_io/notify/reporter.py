@@ -45,11 +45,11 @@ from slurm_io.config import Config
 from slurm_io.fsutil import pid_alive
 from slurm_io.jobs.source import DEFAULT_SACCT, SacctSource, SourceError
 from slurm_io.jobs.store import upsert_isolated
+from slurm_io.jobs.sync import keep_refused
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue
 from slurm_io.notify.interfaces import MailBuilder
 from slurm_io.notify.smtp import OutcomeUnknown, Session, SmtpSettings, Undelivered
-from slurm_io.store import problems as quarantine
 from slurm_io.store.db import DatabaseLink
 
 log = logging.getLogger("slurm_io.report")
@@ -250,8 +250,9 @@ class Reporter:
         """sacct's current records of `jobs` (whose stored record is not final yet)."""
         for i in range(0, len(jobs), SACCT_CHUNK):
             chunk = jobs[i:i + SACCT_CHUNK]
+            source = self.source(chunk)
             try:
-                records = fill_uids(self.source(chunk).jobs(None, None))
+                records = fill_uids(source.jobs(None, None))
             except SourceError as e:
                 r.problems.append(f"sacct: {e}")
                 log.warning("sacct for %d job(s): %s", len(chunk), e)
@@ -259,9 +260,9 @@ class Reporter:
             wanted = set(chunk)
             counts, refused = upsert_isolated(conn, [x for x in records if x.job in wanted],
                                               source="sacct")
-            if refused:  # a record the database refused: quarantined, the others stored
-                with conn.transaction():
-                    quarantine.record(conn, refused)
+            # a line sacct printed but could not be read, a record the database refused:
+            # quarantined (once, though sacct prints it at every pass), the others stored
+            keep_refused(conn, list(getattr(source, "refused", [])) + refused, new_only=True)
             r.synced += counts.written
 
     # -- one job ---------------------------------------------------------------------------

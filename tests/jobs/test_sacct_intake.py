@@ -5,6 +5,7 @@ job components and array tasks are jobs like any other, down to `jobio show`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC
@@ -17,6 +18,8 @@ from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
 
 JOBIO = str(Path(sys.executable).with_name("jobio"))
 REPO = Path(__file__).resolve().parents[2]
+# ../shared beside the checkout; SLURM_IO_SHARED_DIR points elsewhere (a worktree's ../ has none)
+SHARED = Path(os.environ.get("SLURM_IO_SHARED_DIR") or REPO.parent / "shared")
 HEADER = "|".join(SACCT_FIELDS)
 
 
@@ -81,6 +84,15 @@ def test_names_with_bytes_that_are_not_utf8_are_kept_escaped():
         "utf-8", "surrogateescape")
     (r,), problems = parse_sacct(raw.decode("utf-8", "surrogateescape"), tz=UTC)
     assert problems == [] and r.name == "x\\xffy"
+
+
+def test_a_pending_arrays_task_list_takes_only_slurms_characters():
+    # found by bench/fuzz_intake.py: any byte inside the brackets went into jobid
+    jobs, problems = parse_sacct("JobID|JobIDRaw|State\n5_[2-9%2]|5|PENDING\n"
+                                 "6_[1,3-5:2]|6|PENDING\n7_[2-\udcff]|7|PENDING\n", tz=UTC)
+    assert [(j.jobid, j.array_task) for j in jobs] == [("5_[2-9%2]", "[2-9%2]"),
+                                                       ("6_[1,3-5:2]", "[1,3-5:2]")]
+    assert len(problems) == 1 and "bad JobID" in problems[0]
 
 
 def test_het_components_and_array_tasks_are_jobs_under_their_raw_ids():
@@ -199,6 +211,11 @@ def test_jobs_sync_keeps_the_lines_sacct_printed_but_could_not_be_stored(db_dsn,
         reasons = [r for (r,) in conn.execute("SELECT reason FROM problem WHERE source = 'sacct'")]
     assert names == {61: "job", 63: "\\xfe"}
     assert reasons == ["UID '²' is not a number"]
+    again = _jobio("jobs", "sync", "--since", "now-1day", "--sacct", str(sacct), dsn=db_dsn,
+                   tmp=tmp_path)
+    assert again.returncode == 0 and b"skipped 1 bad line" in again.stdout
+    with psycopg.connect(db_dsn) as conn:  # the next run meets the same line: kept once
+        assert conn.execute("SELECT count(*) FROM problem").fetchone() == (1,)
 
 
 @pytest.mark.pg
@@ -221,3 +238,34 @@ def test_a_record_the_database_refuses_costs_only_that_record(db_dsn):
     assert "uid 2147483648 does not fit its column" in reasons["job 72"]
     assert reasons["job 73"].startswith("refused by the database")
     assert reasons["job 74"].startswith("refused by the database: UnicodeEncodeError")
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_real_hook_environments_of_het_components_and_arrays_agree_with_sacct(release):
+    """Captures of a real Slurm (../shared/fixtures/slurm/<release>): the EpilogSlurmctld
+    environment of every job, het components 9+0 and 9+1 and the non-ASCII name included,
+    gives the record sacct's line gives."""
+    base = SHARED / "fixtures" / "slurm" / release
+    if not base.is_dir():
+        pytest.skip(f"shared fixtures {base} not present")
+    from slurm_io.jobs.hookenv import record_from_hook_env
+
+    sacct, problems = parse_sacct((base / "sacct_brief_alloc.psv").read_text())
+    assert problems == []
+    by_job = {r.job: r for r in sacct}
+    assert (by_job[9].jobid, by_job[10].jobid) == ("9+0", "9+1")
+    seen = set()
+    for path in sorted((base / "dumps").glob("epilog_slurmctld.*.ctld.env")):
+        env = {}
+        for line in path.read_bytes().decode("utf-8", "surrogateescape").splitlines():
+            if line and not line.startswith("#") and "=" in line:
+                key, _, value = line.partition("=")
+                env[key] = value
+        hook = record_from_hook_env(env)
+        s = by_job[hook.job]
+        assert (hook.jobid, hook.array_job, hook.array_task, hook.uid, hook.user,
+                hook.account, hook.name, hook.nodes, hook.work_dir) == (
+            s.jobid, s.array_job, s.array_task, s.uid, s.user, s.account, s.name, s.nodes,
+            s.work_dir), path.name
+        seen.add(hook.jobid)
+    assert {"9+0", "9+1", "5_1"} <= seen
