@@ -84,6 +84,9 @@ def _one_line(ctx: click.Context, e: Exception) -> JobioError:
     if ctx.params.get("verbose"):
         traceback.print_exception(e)
     message = one_line(str(e)) or type(e).__name__
+    if type(e).__name__ == "UndefinedTable":  # psycopg's: a database never upgraded
+        return JobioError(f"the database has no slurm-io schema (as the owner, run "
+                          f"`jobio db upgrade`): {message}")
     if not isinstance(e, OSError | ValueError) and type(e).__module__.split(".")[0] not in (
             "psycopg",):
         message = f"{type(e).__name__}: {message}"

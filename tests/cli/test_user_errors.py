@@ -65,6 +65,9 @@ def test_daily_with_an_impossible_day_is_one_line(site: list[str], tmp_path: Pat
     (["nosuchcommand"], "nosuchcommand"),
     (["top", "--sort", "size"], "size"),
     (["daily"], "--out"),
+    (["db", "prune", "--older-than", "90"], "--older-than"),
+    (["db", "nosuch"], "nosuch"),
+    (["lassi", "compute", "--a", "x"], "--a"),
 ], ids=lambda a: " ".join(a) if isinstance(a, list) else None)
 def test_unknown_fields_ids_and_options_are_one_line(site: list[str], args: list[str],
                                                       needle: str) -> None:
