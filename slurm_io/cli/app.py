@@ -27,6 +27,8 @@ from slurm_io.config import Config, ConfigError
 
 JOBID_ARG = re.compile(r"^\d+(_\d+)?(\.\w+)?$")
 TRACEBACK_ENV = "SLURM_IO_TRACEBACK"
+# click >= 8.2 raises this usage error to print a group's help when no command is given
+_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]
 
 
 def one_line(text: str) -> str:
@@ -60,13 +62,15 @@ class JobioGroup(click.Group):
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except _HELP:  # `jobio` alone: the help, as click prints it
+            raise
         except click.UsageError as e:  # the group's own options: `jobio --bogus`
             raise JobioError(e.format_message(), e.exit_code) from e
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except JobioError:
+        except (JobioError, _HELP):  # `jobio db` alone: its help
             raise
         except click.UsageError as e:  # a subcommand's: `jobio show -S 2026-13-45`
             raise JobioError(e.format_message(), e.exit_code) from e

@@ -149,3 +149,11 @@ def test_escape_sequences_in_job_names_and_work_dirs_are_shown_escaped(
         with psycopg.connect(dsn) as conn:
             conn.execute("UPDATE job SET name = 'stream', work_dir = '/scratch/carol/stream'"
                          " WHERE job = 103")
+
+
+@pytest.mark.parametrize("args", [[], ["db"], ["lassi"]], ids=["jobio", "db", "lassi"])
+def test_a_group_without_a_command_prints_its_help_not_an_error(args: list[str]) -> None:
+    proc = jobio(*args)
+    text = proc.stdout + proc.stderr
+    assert text.startswith(f"Usage: {' '.join(['jobio', *args])} [OPTIONS] COMMAND")
+    assert "jobio: error" not in text and "Commands:" in text
