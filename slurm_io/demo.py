@@ -2,8 +2,13 @@
 
 Simulates a cluster (MDS + OSSs, mixed Lustre releases, broken ids, an outage), replays its
 captured reads through the real collector path into PostgreSQL, and prints what was stored.
-With no DSN configured it uses a `slurmio_demo` database in the embedded PostgreSQL, recreated
-on every run so that the output is reproducible; with a DSN it uses that database as given.
+
+With no DSN configured it uses the database every other `jobio` command uses by default (the
+embedded PostgreSQL's `slurmio` in the default state directory), so that `jobio JOBID`
+works right after it with no flags. That database is recreated on every run, so that the
+output is reproducible, but only when it is empty or a previous demo's (marked by a comment
+on the database): one that holds other data is refused (NotADemoDatabase), never wiped.
+With a DSN it uses that database as given.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from datetime import UTC
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from slurm_io.attribute.sql import attribute_jobs, find_jobs, pending_jobs
 from slurm_io.collect import daemon
@@ -34,18 +40,47 @@ from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
 from slurm_io.store.spool import Spool
 
-DEMO_DB = "slurmio_demo"
 DEMO_START = 1_795_000_000.0  # 2026-11-18T07:46:40Z: fixed, so every run prints the same
+DEMO_MARK = "slurm-io demo: recreated by every `jobio demo`"
+# tables whose rows make a database not "empty" (what collectors, sync and the hook write)
+_DATA_TABLES = ("jobstats_delta", "job", "ingest_batch")
+
+
+class NotADemoDatabase(Exception):
+    """The default database holds data that no demo wrote: the demo will not wipe it."""
+
+
+def _holds_data(conn: psycopg.Connection) -> bool:
+    for table in _DATA_TABLES:
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
+            continue
+        if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() == (True,):
+            return True
+    return False
 
 
 def _demo_dsn(cfg: Config) -> str:
+    """The database to fill: the configured one as given, else the embedded default,
+    recreated when it is empty or a previous demo's."""
     if cfg.dsn:
         return cfg.dsn
-    base = EmbeddedPostgres(cfg.state_dir).ensure()
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DEMO_DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DEMO_DB}")
-    return make_conninfo(base, dbname=DEMO_DB)
+    dsn = EmbeddedPostgres(cfg.state_dir).ensure()
+    name = conninfo_to_dict(dsn)["dbname"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        (mark,) = conn.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database"
+                               " WHERE datname = current_database()").fetchone() or (None,)
+        if mark != DEMO_MARK and _holds_data(conn):
+            raise NotADemoDatabase(
+                f"the default database {name!r} in {cfg.state_dir} holds data that is not "
+                "a demo's; the demo recreates its database, so give it another: "
+                "`jobio --state-dir DIR demo` or `jobio --dsn ... demo`")
+    with psycopg.connect(make_conninfo(dsn, dbname="postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+            sql.Identifier(name), sql.Literal(DEMO_MARK)))
+    return dsn
 
 
 def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = print) -> None:
@@ -127,8 +162,10 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
     _write_mails(cfg, dsn, out / "mails", echo)
     _write_daily(cfg, dsn, out / "daily", echo)
     echo("")
-    echo(f"demo finished in {time.time() - t_all:.1f} s; try: jobio --dsn '{dsn}' usage "
-         "-S 2026-11-18 -E 2026-11-19 --attribution")
+    flags = f"--dsn '{dsn}' " if cfg.dsn else ""
+    echo(f"demo finished in {time.time() - t_all:.1f} s; try: jobio {flags}usage "
+         "-S 2026-11-18 -E 2026-11-19 --attribution"
+         + ("" if cfg.dsn else "; `jobio db stop` stops its PostgreSQL"))
 
 
 def _write_mails(cfg: Config, dsn: str, out: Path, echo: Callable[[str], None],

@@ -119,18 +119,37 @@ from tests.slurm_fixtures import slurm_cluster  # noqa: E402, F401
 
 # -- skips are failures where everything can be set up ------------------------------------
 # scripts/test.sh (the README's test command, and CI's) installs PostgreSQL, Slurm, Chromium
-# and an SMTP server, runs as root and has ../shared beside the checkout: there a skipped
-# test would only hide a missing set-up step, so it fails instead. A developer running
-# pytest alone still gets ordinary skips.
+# and an SMTP server and runs as root: there a skipped test would only hide a missing set-up
+# step, so it fails instead. The one exception: tests that read ../shared skip when that
+# folder is absent (a fresh clone), with tests.shared.SHARED_ABSENT as their reason. A
+# developer running pytest alone still gets ordinary skips.
 FORBID_SKIPS = os.environ.get("SLURM_IO_FORBID_SKIPS") == "1"
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2] if isinstance(longrepr, tuple) else longrepr)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    from tests.shared import PRESENT, SHARED_ABSENT
+
     outcome = yield
     report = outcome.get_result()
     if FORBID_SKIPS and report.skipped and not hasattr(report, "wasxfail"):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        reason = _skip_reason(report)
+        if reason.removeprefix("Skipped: ").startswith(SHARED_ABSENT) and not PRESENT:
+            return
         report.outcome = "failed"
         report.longrepr = f"skipped under scripts/test.sh, where nothing may skip: {reason}"
 
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared (or $SLURM_IO_SHARED); the test skips when it is absent."""
+    from tests.shared import PRESENT, REASON, SHARED
+
+    if not PRESENT:
+        pytest.skip(REASON)
+    return SHARED

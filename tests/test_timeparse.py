@@ -1,10 +1,16 @@
 """Every time form sacct accepts for -S/-E, and the mistakes people make, against a fixed now.
 
 `now` is 2026-11-23 14:30:15 local time; expected values are local times as sacct reads them.
+The real sacct of the Slurm testbed is asked too. One deliberate difference: sacct rolls an
+impossible day over (02/30 is March 2nd); here it is refused, as a typo more likely than not.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import time
 from datetime import datetime
 
 import pytest
@@ -115,3 +121,34 @@ def test_mistakes_raise_a_value_error_that_names_the_problem(text: str, message:
     with pytest.raises(ValueError, match=message) as e:
         parse_time(text, now=NOW)
     assert "\n" not in str(e.value)
+
+
+# -- conformance: the real sacct reads the same times ----------------------------------------
+SACCT_SAID = re.compile(r"Start time \((\S+)\) requested is after end time")
+# not asked: our extensions (epochs, zones, fractions, unit letters, one-digit ISO months) and
+# what the testbed's Slurm 22.05 does not know yet (elevenses came with a later
+# releases; 22.05 compares day words case-sensitively)
+SACCT_FORMS = [t for t, _ in ACCEPTED
+               if not re.search(r"uts|^\s*\d{9}|\+00:00|\.5$|\d[hd]$|-1-5|elevenses|TODAY", t)]
+
+
+def _sacct_start(slurm_cluster, text: str) -> str:
+    """What sacct makes of `-S text`: it names the start it understood when -E is earlier."""
+    proc = subprocess.run(["sacct", "-X", "-n", "-S", text, "-E", "2000-01-01"],
+                          env={**os.environ, "SLURM_CONF": slurm_cluster.env["SLURM_CONF"]},
+                          capture_output=True, text=True, timeout=60, check=False)
+    out = proc.stdout + proc.stderr
+    m = SACCT_SAID.search(out)
+    return m.group(1) if m else "refused" if "Invalid time" in out else out
+
+
+def test_the_real_sacct_reads_every_sacct_form_as_we_do(slurm_cluster) -> None:
+    for text in SACCT_FORMS:
+        now = time.time()
+        said = _sacct_start(slurm_cluster, text)
+        ours = parse_time(text, now=now)
+        theirs = datetime.fromisoformat(said).timestamp()
+        assert abs(ours - theirs) <= 2, (text, said, datetime.fromtimestamp(ours))
+    for text, _ in REFUSED:
+        if text and "/30" not in text and "-30" not in text:  # sacct rolls 02/30 to 03/02
+            assert _sacct_start(slurm_cluster, text) == "refused", text

@@ -29,6 +29,8 @@ from slurm_io.config import Config, ConfigError
 # step (.batch, .0). ASCII digits only: `\d` would take other scripts' digits.
 JOBID_ARG = re.compile(r"^[0-9]+(?:_[0-9]+|\+[0-9]+)?(?:\.\w+)?$", re.ASCII)
 TRACEBACK_ENV = "SLURM_IO_TRACEBACK"
+# click >= 8.2 raises this usage error to print a group's help when no command is given
+_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]
 
 
 def one_line(text: str) -> str:
@@ -62,13 +64,15 @@ class JobioGroup(click.Group):
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
+        except _HELP:  # `jobio` alone: the help, as click prints it
+            raise
         except click.UsageError as e:  # the group's own options: `jobio --bogus`
             raise JobioError(e.format_message(), e.exit_code) from e
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except JobioError:
+        except (JobioError, _HELP):  # `jobio db` alone: its help
             raise
         except click.UsageError as e:  # a subcommand's: `jobio show -S 2026-13-45`
             raise JobioError(e.format_message(), e.exit_code) from e
@@ -86,6 +90,9 @@ def _one_line(ctx: click.Context, e: Exception) -> JobioError:
     if ctx.params.get("verbose"):
         traceback.print_exception(e)
     message = one_line(str(e)) or type(e).__name__
+    if type(e).__name__ == "UndefinedTable":  # psycopg's: a database never upgraded
+        return JobioError(f"the database has no slurm-io schema (as the owner, run "
+                          f"`jobio db upgrade`): {message}")
     if not isinstance(e, OSError | ValueError) and type(e).__module__.split(".")[0] not in (
             "psycopg",):
         message = f"{type(e).__name__}: {message}"

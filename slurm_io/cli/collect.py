@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from slurm_io.cli.app import main, parse_time_arg
+from slurm_io.cli.app import JobioError, main, parse_time_arg
 from slurm_io.config import Config
 
 
@@ -91,7 +91,10 @@ def demo(cfg: Config, out: Path, seed: int) -> None:
     """Simulate a cluster, collect it with --from, and print what was stored."""
     from slurm_io import demo as demo_mod
 
-    demo_mod.run(cfg, out, seed=seed, echo=click.echo)
+    try:
+        demo_mod.run(cfg, out, seed=seed, echo=click.echo)
+    except demo_mod.NotADemoDatabase as e:
+        raise JobioError(str(e)) from e
 
 
 # -- jobs -----------------------------------------------------------------------------------

@@ -38,7 +38,10 @@ def db_prune(cfg: Config, older_than: str) -> None:
     """Drop whole daily partitions older than the given age."""
     from slurm_io.store import partitions
 
-    seconds = partitions.parse_duration(older_than)
+    try:
+        seconds = partitions.parse_duration(older_than)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--older-than") from e
     with connect_db(cfg) as conn:
         dropped = partitions.prune(conn, seconds, time.time())
     for name in dropped:

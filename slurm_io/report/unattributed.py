@@ -103,6 +103,7 @@ def split(conn: psycopg.Connection, start: float, end: float, *, now: float) -> 
 
 def render(a: dict[str, Any]) -> str:
     from slurm_io.report.counters import human_bytes
+    from slurm_io.text import display
 
     def line(label: str, d: dict[str, int]) -> str:
         return (f"  {label:<28}{human_bytes(d['read_bytes']):>12}"
@@ -121,5 +122,6 @@ def render(a: dict[str, Any]) -> str:
     top = sorted(users.items(), key=lambda kv: -(kv[1]["read_bytes"] + kv[1]["write_bytes"]))
     if top:
         out.append("  top users outside jobs: " + ", ".join(
-            f"{u} {human_bytes(v['read_bytes'] + v['write_bytes'])}" for u, v in top[:5]))
+            f"{display(str(u))} {human_bytes(v['read_bytes'] + v['write_bytes'])}"
+            for u, v in top[:5]))
     return "\n".join(out)

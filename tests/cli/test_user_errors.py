@@ -65,6 +65,9 @@ def test_daily_with_an_impossible_day_is_one_line(site: list[str], tmp_path: Pat
     (["nosuchcommand"], "nosuchcommand"),
     (["top", "--sort", "size"], "size"),
     (["daily"], "--out"),
+    (["db", "prune", "--older-than", "90"], "--older-than"),
+    (["db", "nosuch"], "nosuch"),
+    (["lassi", "compute", "--a", "x"], "--a"),
 ], ids=lambda a: " ".join(a) if isinstance(a, list) else None)
 def test_unknown_fields_ids_and_options_are_one_line(site: list[str], args: list[str],
                                                       needle: str) -> None:
@@ -146,3 +149,11 @@ def test_escape_sequences_in_job_names_and_work_dirs_are_shown_escaped(
         with psycopg.connect(dsn) as conn:
             conn.execute("UPDATE job SET name = 'stream', work_dir = '/scratch/carol/stream'"
                          " WHERE job = 103")
+
+
+@pytest.mark.parametrize("args", [[], ["db"], ["lassi"]], ids=["jobio", "db", "lassi"])
+def test_a_group_without_a_command_prints_its_help_not_an_error(args: list[str]) -> None:
+    proc = jobio(*args)
+    text = proc.stdout + proc.stderr
+    assert text.startswith(f"Usage: {' '.join(['jobio', *args])} [OPTIONS] COMMAND")
+    assert "jobio: error" not in text and "Commands:" in text

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 from slurm_io.jobs.nodes import expand_nodes
 from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from tests.shared import shared_file
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "slurm" / "22.05"
+FIXTURES = ("fixtures", "slurm", "22.05")  # in ../shared
 HEADER = "|".join(SACCT_FIELDS)
 
 
@@ -242,10 +242,7 @@ def test_expand_nodes_uses_hostlist_and_drops_duplicates():
 
 # -- conformance: the real Slurm 22.05 outputs in ../shared --------------------------------
 def _fixture(name: str) -> str:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"shared fixture {path} not present")
-    return path.read_text()
+    return shared_file(*FIXTURES, name).read_text()
 
 
 EXPECTED_22_05 = {  # JobIDRaw: (jobid, user, uid, state, exit, nodes) from the .psv files

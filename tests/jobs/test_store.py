@@ -23,8 +23,9 @@ from slurm_io.jobs.store import (
 from slurm_io.jobs.sync import default_since
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.model import JobRecord
+from tests.shared import SHARED, shared_file
 
-DUMPS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "slurm" / "22.05" / "dumps"
+DUMPS = SHARED / "fixtures" / "slurm" / "22.05" / "dumps"
 ALLOC = DUMPS.parent / "sacct_alloc.psv"
 
 T0 = 1_795_239_000.0
@@ -243,8 +244,8 @@ def _env_file(path: Path) -> dict[str, str]:
 
 
 def test_real_22_05_hook_environments_agree_with_sacct():
-    if not DUMPS.exists():
-        pytest.skip(f"shared fixtures {DUMPS} not present")
+    shared_file(*DUMPS.relative_to(SHARED).parts)  # skips only when ../shared is absent
+    shared_file(*ALLOC.relative_to(SHARED).parts)
     sacct = {r.job: r for r in parse_sacct(ALLOC.read_text(), tz=UTC)[0]}
     dumps = sorted(DUMPS.glob("epilog_slurmctld.*.ctld.env"))
     assert len(dumps) >= 8

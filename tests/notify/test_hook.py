@@ -26,9 +26,9 @@ from tests.notify.conftest import (
     write_config,
     write_wrapper,
 )
+from tests.shared import SHARED
 
-SHARED_DUMPS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "slurm" / \
-    "22.05" / "dumps"
+SHARED_DUMPS = SHARED / "fixtures" / "slurm" / "22.05" / "dumps"
 UNREACHABLE = "host=/nonexistent/slurm-io-socket-dir dbname=slurmio connect_timeout=2"
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from slurm_io.parse.jobstats import Parser, parse
+from tests.shared import SHARED, shared_params
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "jobstats"
+FIXTURES = SHARED / "fixtures" / "jobstats"
 FILES = sorted(p for p in FIXTURES.glob("*") if p.suffix != ".md") if FIXTURES.is_dir() else []
 
 
-@pytest.mark.skipif(not FILES, reason="../shared/fixtures/jobstats is not beside the checkout")
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("path", shared_params(FILES), ids=lambda p: p.name[:60] if p else "-")
 def test_shared_capture_parses_completely(path, monkeypatch):
     text = path.read_text()
     r = parse(text)

@@ -21,8 +21,8 @@ from slurm_io.parse.render import (
     render_read,
     render_target,
 )
+from tests.shared import SHARED, shared_params
 
-SHARED = Path(__file__).parents[2].parent / "shared"
 JOBSTATS = SHARED / "fixtures" / "jobstats"
 SYNTH_RELEASE = {"v2_12_6": "2.12", "v2_14_0": "2.14", "v2_15_0": "2.15.0",
                  "v2_15_2": "2.15.2", "v2_16_0": "2.16"}
@@ -248,8 +248,7 @@ def _release_kind(path: Path) -> tuple[str, str]:
     return SYNTH_RELEASE[m.group(1)], m.group(2).upper()
 
 
-@pytest.mark.skipif(not _synth_files(), reason="../shared/fixtures/jobstats not present")
-@pytest.mark.parametrize("path", _synth_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_params(_synth_files()), ids=lambda p: p.name if p else "-")
 def test_rendered_lines_have_the_shapes_of_the_synth_sample(path: Path) -> None:
     release, kind = _release_kind(path)
     for chunk in _fixture_entries(path):
@@ -261,8 +260,7 @@ def test_rendered_lines_have_the_shapes_of_the_synth_sample(path: Path) -> None:
         assert [_shape(x) for x in ours] == [_shape(x) for x in lines]
 
 
-@pytest.mark.skipif(not _synth_files(), reason="../shared/fixtures/jobstats not present")
-@pytest.mark.parametrize("path", _synth_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_params(_synth_files()), ids=lambda p: p.name if p else "-")
 def test_synth_sample_numbers_are_rendered_back_byte_for_byte(path: Path) -> None:
     release, kind = _release_kind(path)
     boot = BOOT if release == "2.15.0" else 0.0
