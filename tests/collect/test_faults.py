@@ -6,6 +6,7 @@ shown (a `problem` row saying what was lost); nothing is ever stored twice or bl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -125,10 +126,23 @@ def test_a_replay_into_a_fresh_database_stores_everything(cluster, undisturbed, 
 # -- finding 4: lost or damaged collector files ----------------------------------------------
 
 def _fault_run(cluster: Path, dsn: str, state: Path, fault: Callable[[Path, str], None],
-               stop_after: int = 40) -> None:
-    replay(cluster, dsn, state, stop_after=stop_after)
+               resume_all: bool = False) -> None:
+    """Collect the first two thirds of the reads, apply `fault`, collect the rest.
+
+    The second run sees only the reads after the fault, as a live collector would (a
+    replay of the whole folder again would recompute the lost state from the old reads).
+    `resume_all`: resume with the whole folder, as `--from` is run again after a crash.
+    """
+    files = sorted(cluster.glob("*/*.txt"), key=lambda p: float(p.stem))
+    split = float(files[len(files) * 2 // 3].stem)
+    parts = (state.parent / "before", state.parent / "after")
+    for f in files:
+        dst = parts[float(f.stem) >= split] / f.parent.name
+        dst.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, dst / f.name)
+    replay(parts[0], dsn, state)
     fault(state, dsn)
-    totals = replay(cluster, dsn, state)
+    totals = replay(cluster if resume_all else parts[1], dsn, state)
     assert totals["spool_depth"] == 0
 
 
@@ -187,7 +201,8 @@ def test_a_lost_or_damaged_state_loses_at_most_one_interval_and_says_so(
 
 def test_a_torn_journal_record_ends_with_exactly_the_undisturbed_rows(
         cluster, undisturbed, db_dsn, tmp_path):
-    _fault_run(cluster, db_dsn, tmp_path / "state", _tear_last_journal_record)
+    _fault_run(cluster, db_dsn, tmp_path / "state", _tear_last_journal_record,
+               resume_all=True)
     assert stored_rows(db_dsn) == undisturbed
 
 
@@ -249,3 +264,17 @@ def test_a_full_disk_under_the_spool_stops_the_replay_cleanly_and_it_resumes(
                        timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert stored_rows(db_dsn) == undisturbed
+
+
+def test_usage_shows_the_problems_and_losses_of_the_period(cluster, db_dsn, tmp_path):
+    _fault_run(cluster, db_dsn, tmp_path / "state", _remove_state)
+    args = [str(JOBIO), "--dsn", db_dsn, "usage", "-S", "2026-11-18", "-E", "now+1days"]
+    r = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["problems"]
+    with psycopg.connect(db_dsn) as conn:
+        n, n_lost = conn.execute("SELECT count(*), count(lost) FROM problem").fetchone()
+    assert got["total"] == n and got["losses"] == n_lost >= 1
+    assert got["by_source"]["state"] >= 1
+    table = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
+    assert f"problems recorded: {n}" in table and f"losses: {n_lost}" in table
