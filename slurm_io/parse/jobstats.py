@@ -824,6 +824,8 @@ def _counter_fields(inner: str) -> dict | None:
             # glued `max:16777216` is handled by \s*; anything else is damage
             return None
         key, val = m.group(1), m.group(2)
+        if key in fields or key == "hist":
+            return None  # a field printed twice (or a second histogram): damage
         if key == "unit":
             fields["unit"] = val
             continue

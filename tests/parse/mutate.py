@@ -83,6 +83,10 @@ def check(data: bytes, r: ParseResult) -> list[str]:
                 for v in (s.samples, s.min, s.max, s.sum):
                     if v is not None and not 0 <= v < 1 << 63:
                         wrong.append(f"value {v} of {e.raw_id!r} beyond bigint")
+                if s.hist is not None and not (isinstance(s.hist, tuple) and all(
+                        isinstance(x, tuple) and len(x) == 2 for x in s.hist)):
+                    wrong.append(f"histogram {s.hist!r} of {e.raw_id!r} is not (label, count)s")
+                    continue
                 for label, _ in s.hist or ():
                     if needs_cleaning(label):
                         wrong.append(f"histogram label {label!r} is not storable text")

@@ -19,6 +19,8 @@ MUTATIONS = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 1 << 16),
 @example(0, [("insert", 19, 0)])  # a NUL inside the first id: used to block the spool
 @example(2, [("insert", 70, 25)])  # an Arabic-Indic digit in a time
 @example(0, [("insert", 60, 30)])  # snapshot_time beyond any timestamptz
+@example(4, [("duplicate", 49062, 11570), ("truncate", 1877, 36274), ("insert", 13788, 12819),
+              ("swap", 14446, 49517), ("duplicate", 10384, 5464)])  # a 2nd `hist` field
 def test_damaged_bytes_never_raise_and_every_bad_record_is_counted(sample, ops):
     data = mutate(SAMPLES[sample], ops)
     r = parse(data)
