@@ -278,3 +278,27 @@ def test_usage_shows_the_problems_and_losses_of_the_period(cluster, db_dsn, tmp_
     assert got["by_source"]["state"] >= 1
     table = subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
     assert f"problems recorded: {n}" in table and f"losses: {n_lost}" in table
+
+
+def _legacy_snapshots(state: Path, dsn: str) -> None:
+    """Rewrite each snapshot as the version before identities wrote it (format 5)."""
+    import marshal
+
+    for path in (state / "collector").glob("*.state"):
+        records = []
+        with open(path, "rb") as f:
+            while True:
+                try:
+                    records.append(marshal.load(f))
+                except EOFError:
+                    break
+        magic, _, n = records[0]
+        records[0], records[1] = (magic, 5, n), records[1][:2]
+        path.write_bytes(b"".join(marshal.dumps(r, 2) for r in records))
+
+
+def test_an_upgraded_collector_keeps_its_state_of_the_database_that_has_its_batches(
+        cluster, undisturbed, db_dsn, tmp_path):
+    _fault_run(cluster, db_dsn, tmp_path / "state", _legacy_snapshots)
+    assert stored_rows(db_dsn) == undisturbed
+    assert problems(db_dsn) == []

@@ -148,3 +148,14 @@ def test_a_spooled_batch_the_database_refuses_blocks_nothing(raw, host, last, db
         assert rows == [*good, ("1:1000:cn01", 2), ("2:1000:cn01", 3)]
         assert len(refused) == 1 and refused[0][0] == "batch" and raw in refused[0][1]
         assert seqs == [(1, 1), (2, 2)]
+
+
+def test_captured_reads_with_odd_names_give_storable_servers_and_possible_times(tmp_path):
+    from slurm_io.collect.source import captured_reads
+
+    server = tmp_path / "oss\udcff"  # the byte 0xff in the folder's name
+    server.mkdir()
+    for name in ("nan.txt", "1e30.txt", "inf.txt", "-5.txt", f"{START:.0f}.txt"):
+        (server / name).write_bytes(read(START, 0, PLAIN))
+    (r,) = captured_reads(tmp_path)
+    assert r.server == "oss\\xff" and r.read_time == START
