@@ -38,6 +38,7 @@ from slurm_io.store.spool import Spool
 log = logging.getLogger("slurm_io.collect")
 
 MAX_PARSE_PROBLEMS = 200  # parse problems kept per read in the quarantine (all are counted)
+MAX_WAITING = 5000  # problems kept in memory while the database is unreachable
 
 
 class LocalStorageError(RuntimeError):
@@ -64,6 +65,7 @@ class Collector:
         self.classify = classify
         self.period = period
         self.problems: list[Problem] = []  # waiting to be recorded in the database
+        self.problems_dropped = 0  # beyond MAX_WAITING (a long outage): counted only
         self.bound = False
         self.lost_since: float | None = None  # the next baselines lose I/O since then
         self.floor = -math.inf  # reads up to this time are stored already
@@ -165,10 +167,14 @@ class Collector:
 
     def record_problems(self, conn: Any) -> None:
         """Write the problems waiting in memory into the quarantine (own transaction)."""
+        if self.problems_dropped:
+            self.problems.append(Problem(
+                "jobstats", f"{self.problems_dropped} more problems while the database was "
+                "unreachable (logged; counted in ingest_batch.n_problems)", origin=self.name))
         if self.problems:
             with conn.transaction():
                 problems.record(conn, self.problems)
-            self.problems = []
+            self.problems, self.problems_dropped = [], 0
 
     # -- one read -----------------------------------------------------------------------------
     def process(self, read_time: float, parsed: ParseResult) -> CycleResult:
@@ -203,7 +209,10 @@ class Collector:
         if len(parsed.problems) > 20:
             log.warning("%s: ... and %d more problems", self.name, len(parsed.problems) - 20)
         at = _utc(read_time)
-        for p in parsed.problems[:MAX_PARSE_PROBLEMS]:
+        room = max(0, MAX_WAITING - len(self.problems))
+        kept = parsed.problems[:min(MAX_PARSE_PROBLEMS, room)]
+        self.problems_dropped += min(len(parsed.problems), MAX_PARSE_PROBLEMS) - len(kept)
+        for p in kept:
             self.problems.append(Problem(
                 "jobstats", p.message, origin=f"{self.name} {p.target} read {at} line {p.line}"
                 + (f" id {p.raw_id!r}" if p.raw_id is not None else ""), record=p.text))
