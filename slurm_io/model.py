@@ -203,6 +203,9 @@ class Batch(NamedTuple):
     n_problems: int
     n_repaired: int
     n_unattributable: int
+    # identity of the database the collector's state is bound to (store.problems
+    # .database_identity), None while unbound: a batch is never written into another one
+    db: str | None = None
 
 
 class JobRecord(NamedTuple):

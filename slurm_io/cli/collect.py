@@ -51,6 +51,11 @@ def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
         totals = daemon.replay(from_dir, state_dir=cfg.state_dir, spool=spool, link=link,
                                classify=ClassifyCache(grammar), period=cfg.interval, stop=stop)
         click.echo(" ".join(f"{k}={v}" for k, v in totals.items()))
+        if totals.get("stopped"):
+            click.echo("jobio collect: no space left for the spool or the state under "
+                       f"{cfg.state_dir}: replay stopped; run it again when there is space",
+                       err=True)
+            sys.exit(4)
         sys.exit(0 if totals["spool_depth"] == 0 else 3)
     rc = daemon.live(name=cfg.collector_name, command=cfg.command,
                      command_timeout=cfg.command_timeout, interval=cfg.interval,

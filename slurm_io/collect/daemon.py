@@ -27,12 +27,10 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.collect.cycle import CycleResult, run_cycle
+from slurm_io.collect.collector import Collector, LocalStorageError
+from slurm_io.collect.cycle import CycleResult
 from slurm_io.collect.gc_policy import CycleGC
 from slurm_io.collect.source import LctlError, captured_reads, parse_file, read_lctl
-from slurm_io.delta import state_file
-from slurm_io.delta.state_store import StateStore
-from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
 from slurm_io.store.db import DatabaseLink
 from slurm_io.store.spool import Spool
@@ -42,60 +40,18 @@ log = logging.getLogger("slurm_io.collect")
 __all__ = ["Collector", "DatabaseLink", "flush", "live", "replay"]
 
 
-class Collector:
-    """State, spool and sequence numbers of one server's collector."""
-
-    def __init__(self, name: str, state_dir: Path, spool: Spool, classify: ClassifyCache,
-                 period: float) -> None:
-        self.name = name
-        self.state_path = state_dir / "collector" / f"{name}.state"
-        self.spool = spool
-        self.classify = classify
-        self.period = period
-        self._store = StateStore(self.state_path)
-        st = self._store.load()
-        if self._store.torn_records:
-            log.warning("%s: the last state save was cut by a crash; its batch is discarded "
-                        "and the next read covers its interval", name)
-        self.seq = st.seq
-        self.targets = st.targets
-        dropped = spool.discard_after(name, self.seq)
-        if dropped:
-            log.warning("%s: discarded %d spooled batch(es) whose state was never saved "
-                        "(crash); the next read covers their interval", name, dropped)
-
-    @property
-    def previous(self) -> dict[str, dict[str, Entry]]:
-        """The last read's entries per target, for the parser to reuse unchanged ones."""
-        return {t: s.entries for t, s in self.targets.items()}
-
-    @property
-    def last_read_time(self) -> float:
-        return max((t.read_time for t in self.targets.values()), default=-math.inf)
-
-    def process(self, read_time: float, parsed: ParseResult) -> CycleResult:
-        res = run_cycle(self.targets, parsed, read_time, collector=self.name,
-                        seq=self.seq + 1, classify=self.classify, period=self.period)
-        self.spool.put(res.batch)
-        # drop the previous state before saving the new one (the entries it replaced would
-        # otherwise double the peak memory); if the save fails, the exception ends the
-        # daemon and a restart loads the saved state, so nothing relies on the old one
-        self.targets = res.state
-        self._store.save(state_file.CollectorState(self.seq + 1, res.state), res.changed)
-        self.seq += 1
-        for p in parsed.problems[:20]:
-            log.warning("%s: %s line %d id=%r: %s: %r", self.name, p.target, p.line, p.raw_id,
-                        p.message, p.text)
-        if len(parsed.problems) > 20:
-            log.warning("%s: ... and %d more problems", self.name, len(parsed.problems) - 20)
-        return res
-
-
-def flush(spool: Spool, link: DatabaseLink) -> tuple[int, int]:
-    """Send spooled batches; on a database error keep them for the next cycle."""
+def flush(spool: Spool, link: DatabaseLink, collectors: list[Collector] | tuple = ()
+          ) -> tuple[int, int]:
+    """Bind the collectors to the database, record their problems, send spooled batches;
+    on a database error keep everything for the next cycle."""
     try:
+        if collectors:
+            conn = link()
+            for c in collectors:
+                c.bind(conn)
+                c.record_problems(conn)
         written, remaining = spool.flush(link, log=log)
-    except psycopg.Error as e:
+    except (psycopg.Error, RuntimeError) as e:
         log.warning("database unavailable (%s); %d batch(es) kept in the spool",
                     str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__,
                     spool.depth())
@@ -148,29 +104,45 @@ def replay(root: Path, *, state_dir: Path, spool: Spool, link: DatabaseLink,
     Reads not newer than a server's saved state are skipped, so replaying a folder again (or
     after a crash) neither loses nor double-counts anything.
     """
-    collectors: dict[str, Collector] = {}
+    reads = captured_reads(root)
+    collectors = {s: Collector(s, state_dir, spool, classify, period)
+                  for s in sorted({r.server for r in reads})}
+    everyone = list(collectors.values())
+    flush(spool, link, everyone)  # bind each state to the database before the first read
     pause = CycleGC()
-    totals = {"reads": 0, "skipped": 0, "rows": 0, "problems": 0, "entries": 0}
-    for r in captured_reads(root):
+    totals = {"reads": 0, "skipped": 0, "stale": 0, "rows": 0, "problems": 0, "entries": 0}
+    for r in reads:
         if stop is not None and stop.stopped:
             break
-        c = collectors.get(r.server)
-        if c is None:
-            c = collectors[r.server] = Collector(r.server, state_dir, spool, classify, period)
+        c = collectors[r.server]
         if r.read_time <= c.last_read_time:
             totals["skipped"] += 1
             continue
         with pause.cycle():
-            res = c.process(r.read_time, parse_file(r.path, c.previous))
-            written, remaining = flush(spool, link)
+            try:
+                res = c.process(r.read_time, parse_file(r.path, c.previous))
+            except LocalStorageError as e:
+                # keep what is spooled, send it (that may free the space), try once more
+                log.error("%s: %s; the read %s is not stored yet, spooled batches are kept "
+                          "and sent first", c.name, e, r.path.name)
+                flush(spool, link, everyone)
+                try:
+                    res = c.process(r.read_time, parse_file(r.path, c.previous))
+                except LocalStorageError as e2:
+                    log.error("%s: %s: replay stopped at %s; run it again when there is "
+                              "space (nothing is lost or counted twice)", c.name, e2, r.path)
+                    totals["stopped"] = 1
+                    break
+            written, remaining = flush(spool, link, everyone)
         _log_cycle(c, res, remaining, written)
         totals["reads"] += 1
+        totals["stale"] += bool(res.stale_targets)
         totals["rows"] += len(res.batch.deltas)
         totals["problems"] += res.batch.n_problems
         totals["entries"] += res.batch.n_entries
         if on_read is not None:
             on_read(r.server, r.read_time)
-    flush(spool, link)
+    flush(spool, link, everyone)
     totals["spool_depth"] = spool.depth()
     return totals
 
@@ -185,7 +157,7 @@ def live(*, name: str, command: str, command_timeout: float, interval: float, st
          stop: StopFlag) -> int:
     """The live loop: read lctl every `interval` seconds aligned to the wall clock."""
     c = Collector(name, state_dir, spool, classify, interval)
-    flush(spool, link)
+    flush(spool, link, [c])
     cycles = 0
     pause = CycleGC()
     while not stop.stopped:
@@ -201,8 +173,17 @@ def live(*, name: str, command: str, command_timeout: float, interval: float, st
                 if once:
                     return 1
                 continue
-            res = c.process(read_time, parsed)
-            written, remaining = flush(spool, link)
+            try:
+                res = c.process(read_time, parsed)
+            except LocalStorageError as e:
+                log.error("%s: %s; this read is not stored (the next one covers its "
+                          "interval), spooled batches are kept and sent", name, e)
+                del parsed
+                flush(spool, link, [c])
+                if once:
+                    return 1
+                continue
+            written, remaining = flush(spool, link, [c])
             del parsed
         _log_cycle(c, res, remaining, written)
         cycles += 1

@@ -6,6 +6,8 @@ Replay layout (what `--from DIR` reads and `jobio simulate` writes):
 
 from __future__ import annotations
 
+import logging
+import math
 import shlex
 import subprocess
 import time
@@ -14,7 +16,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from slurm_io.model import Entry, ParseResult
-from slurm_io.parse.jobstats import Parser
+from slurm_io.parse.jobstats import MAX_TIME, Parser
+from slurm_io.text import clean
+
+log = logging.getLogger("slurm_io.collect")
 
 READ_PIECE = 1 << 20
 
@@ -66,15 +71,23 @@ def read_lctl(command: str, timeout: float,
 
 
 def captured_reads(root: Path) -> list[CapturedRead]:
-    """Every `<server>/<epoch>.txt` under root, in time order (then server name)."""
+    """Every `<server>/<epoch>.txt` under root, in time order (then server name).
+
+    A server folder whose name is not UTF-8 gives a cleaned collector name (slurm_io.text);
+    a file whose name is no possible time (`nan.txt`, `1e30.txt`) is left out, with a line.
+    """
     reads: list[CapturedRead] = []
     for server_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        server = clean(server_dir.name)
         for f in server_dir.glob("*.txt"):
             try:
                 t = float(f.stem)
             except ValueError:
                 continue
-            reads.append(CapturedRead(server_dir.name, t, f))
+            if not (math.isfinite(t) and 0 <= t <= MAX_TIME):
+                log.warning("%s: not a read time, file left out", clean(str(f)))
+                continue
+            reads.append(CapturedRead(server, t, f))
     reads.sort(key=lambda r: (r.read_time, r.server))
     return reads
 

@@ -12,15 +12,23 @@ again. A delta for the interval (previous read, this read] is therefore:
 * a counter went down: freed and re-created -> the full value (RESET_DROP);
 * otherwise the difference. Missed reads simply make the interval longer (GAP).
 
+A read whose entries are older than the state's is stale, not a reset: an old capture filed
+under a newer name would otherwise look like counters that went down and be counted again
+in full. Lustre's own `snapshot_time` (the entry's last update) says so: the newest one of
+a real later read is never older than the newest one of an earlier read, since the most
+recently active entry is the last to be freed. Only wall-clock times are compared (2.15.0
+prints boot-relative ones, which restart at a reboot). A stale target is skipped and its
+state kept, so at worst a read is left out and the next one covers its interval.
+
 Rows whose every delta is zero are not emitted. The state is a plain dict of the last read's
 entries per target, so persisting it is the caller's business (see delta.state_file).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from itertools import compress
-from operator import sub
+from operator import attrgetter, sub
 from typing import NamedTuple
 
 from slurm_io.model import ByteStats, Delta, DeltaFlag, Entry
@@ -37,12 +45,23 @@ class TargetState(NamedTuple):
 
 State = dict[str, TargetState]
 
+WALL_CLOCK_MIN = 1e9  # snapshot times below this (2001-09-09) are boot-relative (2.15.0)
+_SNAP = attrgetter("snapshot_time")
+
+
+def newest_snapshot(entries: Iterable[Entry]) -> float | None:
+    """The newest wall-clock snapshot_time of `entries` (None: none has one)."""
+    newest = max(filter(None, map(_SNAP, entries)), default=None)
+    return newest if newest is not None and newest >= WALL_CLOCK_MIN else None
+
 
 class DeltaResult(NamedTuple):
     state: State
     deltas: list[Delta]
     baseline_targets: list[str]  # targets seen for the first time (no deltas yet)
-    stale_targets: list[str]  # targets whose read is not newer than the state: skipped
+    # targets whose read is not newer than the state (by read time or by the entries' own
+    # snapshot_time): skipped, their state kept
+    stale_targets: list[str]
     # per target updated by this read: ids whose entry is not the very object of the previous
     # state (a superset of what changed), for a journal of state changes (state_store)
     changed: dict[str, list[str]] = {}  # noqa: RUF012 - NamedTuple default, never mutated
@@ -155,6 +174,12 @@ def compute(
         if read_time <= prev.read_time:
             stale.append(target)
             continue
+        now = newest_snapshot(entries)
+        if now is not None:
+            before = newest_snapshot(prev.entries.values())
+            if before is not None and now < before:
+                stale.append(target)
+                continue
         base_flags = (DeltaFlag.GAP if read_time - prev.read_time > 1.5 * period
                       else DeltaFlag.NONE)
         pe = prev.entries

@@ -21,9 +21,12 @@ from typing import BinaryIO, NamedTuple
 from slurm_io.delta.engine import State, TargetState
 from slurm_io.fsutil import durable_replace
 from slurm_io.model import ByteStats, Entry, counts
+from slurm_io.text import clean
 
-FORMAT_VERSION = 5  # 5: samples as the bytes of their u64 array (4: tuples of ints)
-_READABLE_VERSIONS = (3, 4, 5)
+# 6: the database identity the state is bound to; 5: samples as the bytes of their u64 array
+# (4: tuples of ints)
+FORMAT_VERSION = 6
+_READABLE_VERSIONS = (3, 4, 5, 6)
 _MAGIC = "slurm-io collector state"
 # entries per marshal record: the file is written record by record, so the bytes of the
 # whole state (~30 MB for a 100k-entry OST) never sit in memory at once
@@ -33,6 +36,14 @@ _RECORD_ENTRIES = 5000
 class CollectorState(NamedTuple):
     seq: int  # sequence number of the last batch handed to the spool (0: none yet)
     targets: State
+    # identity of the database the state's batches go to (None: not bound yet, or a state
+    # written before format 6); a state of another database is set aside (collect.binding)
+    identity: str | None = None
+
+
+# the identity of a state written before format 6: bound to the database that already has
+# its collector's batches (an upgrade), set aside by one that has none
+LEGACY = "legacy"
 
 
 class Encoder:
@@ -105,6 +116,8 @@ def decode_entries(target: str, entries: list, layouts: list[tuple[str, ...]]
         else:
             raw, job, snap, start, li, samples, keys, stats, digest = enc
             stat_dict = dict(zip(keys, map(ByteStats._make, stats), strict=True))
+        if not raw.isascii():  # written before ids were cleaned where they are parsed
+            raw = clean(raw)
         # bytes (format 5) or a tuple of ints (3, 4): counts() takes both
         es[raw] = Entry(target, raw, raw if job is None else job, snap, start, layouts[li],
                         counts(samples), stat_dict, digest)
@@ -120,9 +133,11 @@ def _decode(layouts: list, targets: dict) -> State:
     return state
 
 
-def _read(f: BinaryIO) -> tuple[int, dict, list]:
-    """(seq, targets, layouts) of a format-4 file positioned after its header record."""
-    seq, n_targets = marshal.load(f)
+def _read(f: BinaryIO) -> tuple[int, dict, list, str | None]:
+    """(seq, targets, layouts, identity) of a format 4-6 file after its header record."""
+    head = marshal.load(f)
+    seq, n_targets = head[:2]
+    identity = head[2] if len(head) > 2 else LEGACY
     targets = {}
     for _ in range(n_targets):
         target, read_time, gone, since, n_records = marshal.load(f)
@@ -133,7 +148,7 @@ def _read(f: BinaryIO) -> tuple[int, dict, list]:
     layouts = marshal.load(f)
     if f.read(1):
         raise ValueError("trailing data")
-    return seq, targets, layouts
+    return seq, targets, layouts, identity
 
 
 def load(path: Path) -> CollectorState:
@@ -142,6 +157,7 @@ def load(path: Path) -> CollectorState:
         f = open(path, "rb")  # noqa: SIM115 - closed below, after the version dispatch
     except FileNotFoundError:
         return CollectorState(0, {})
+    identity = None
     with f:
         try:
             head = marshal.load(f)
@@ -149,16 +165,18 @@ def load(path: Path) -> CollectorState:
                     and isinstance(head[2], tuple)):
                 # format 3: one record (3, seq, (layouts, targets))
                 seq, (layouts, targets) = head[1], head[2]
+                identity = LEGACY
             elif isinstance(head, tuple) and len(head) == 3 and head[0] == _MAGIC and (
-                    head[1] in (4, FORMAT_VERSION)):
-                seq, targets, layouts = _read(f)
+                    head[1] in (4, 5, FORMAT_VERSION)):
+                seq, targets, layouts, identity = _read(f)
             else:
                 version = head[1] if isinstance(head, tuple) and len(head) == 3 else head
                 raise ValueError(f"state format {version!r}, expected one of "
                                  f"{_READABLE_VERSIONS}")
-        except (EOFError, ValueError, TypeError) as e:
+            state = CollectorState(seq, _decode(layouts, targets), identity)
+        except Exception as e:
             raise ValueError(f"{path}: unreadable collector state ({e})") from e
-    return CollectorState(seq, _decode(layouts, targets))
+    return state
 
 
 def save(path: Path, state: CollectorState, encoder: Encoder | None = None) -> None:
@@ -167,6 +185,6 @@ def save(path: Path, state: CollectorState, encoder: Encoder | None = None) -> N
     with durable_replace(path) as f:
         records = (encoder or Encoder()).records(state.targets)
         marshal.dump(next(records), f, 2)
-        marshal.dump((state.seq, len(state.targets)), f, 2)
+        marshal.dump((state.seq, len(state.targets), state.identity), f, 2)
         for record in records:
             marshal.dump(record, f, 2)

@@ -14,6 +14,15 @@ recognised on load, ignored (its batch is then discarded from the spool, as for 
 was never saved) and cut off before anything is appended after it. A journal left over from
 before the newest snapshot (a crash between the snapshot's rename and the journal's removal)
 only holds records whose sequence number the snapshot already covers: they are skipped.
+
+Damage is not a crash, and it never double counts. A record that fails its CRC but is
+followed by readable records is damage in the middle, not a torn tail; a journal whose
+records do not follow its snapshot (the snapshot is missing, or was damaged) cannot be
+applied; a snapshot that cannot be read is moved aside. In each case the entries are
+unknown (`reset`): the next read of every target is a baseline, so the interval since the
+newest read the files still name (`floor`) is lost -- counted and reported by the caller --
+and batch numbers continue after the largest number any readable record holds, so that
+no number is used twice.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import marshal
 import os
 import struct
+import time
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,35 +59,73 @@ class StateStore:
         self._snapshot_bytes = 0
         self._journal_bytes = 0
         self.torn_records = 0  # records cut off at load (a crash during a save)
+        # set by load(): what was wrong with the files (one line each), whether the entries
+        # are unknown (damage: the next read is a baseline), the newest read time they name
+        self.damage: list[str] = []
+        self.reset = False
+        self.floor = float("-inf")
 
     # -- load ---------------------------------------------------------------------------------
     def load(self) -> CollectorState:
-        st = state_file.load(self.path)
-        seq, targets = st.seq, st.targets
+        self.damage, self.reset, self.floor = [], False, float("-inf")
+        try:
+            st = state_file.load(self.path)
+        except ValueError as e:
+            aside = set_aside(self.path, "damaged")
+            self.damage.append(f"snapshot unreadable ({e}); moved to {aside.name}")
+            st = None
+        snapshot_missing = st is None or (st.seq == 0 and not self.path.exists())
+        seq, targets = (st.seq, st.targets) if st is not None else (0, {})
+        identity = st.identity if st is not None else None
         good = 0
         try:
             with open(self.journal, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             data = b""
+        broken = False
         while good < len(data):
             record = _read_record(data, good)
             if record is None:
-                self.torn_records += 1
-                break
+                later = _next_record(data, good + 1)
+                if later is None:
+                    self.torn_records += 1  # a torn tail: a crash during the last save
+                    break
+                self.damage.append(f"journal record at byte {good} damaged, readable "
+                                   f"records follow at byte {later}")
+                broken, good = True, later
+                continue
             frames, end = record
             try:
                 rec_seq, _ = marshal.loads(frames[0])
-                if rec_seq > seq:
+                if broken or (rec_seq > seq + 1) or (snapshot_missing and rec_seq > seq):
+                    if not broken:
+                        self.damage.append(
+                            f"journal record {rec_seq} does not follow the snapshot "
+                            f"({'missing' if snapshot_missing else f'seq {seq}'})")
+                    broken = True
+                    metas, _ = marshal.loads(frames[-1])
+                    self.floor = max([self.floor, *(m[1] for m in metas)])
+                    seq = max(seq, rec_seq)
+                elif rec_seq > seq:
                     metas, layouts = marshal.loads(frames[-1])
                     parts = [marshal.loads(f) for f in frames[1:-1]]
                     targets = _apply(targets, metas, parts, [tuple(x) for x in layouts])
                     seq = rec_seq
-            except (EOFError, ValueError, TypeError, IndexError, KeyError) as e:
-                raise ValueError(f"{self.journal}: unreadable journal record at byte {good} "
-                                 f"({e})") from e
+            except Exception as e:
+                self.damage.append(f"journal record at byte {good} unreadable ({e})")
+                broken = True
             good = end
-        if good < len(data):
+        if broken or st is None:
+            # the entries are unknown: start from a baseline, keep the numbers going
+            self.reset = True
+            self.floor = max([self.floor, *(t.read_time for t in targets.values())])
+            targets = {}
+            if data:
+                aside = set_aside(self.journal, "damaged")
+                self.damage.append(f"journal moved to {aside.name}")
+                data, good = b"", 0
+        elif good < len(data):
             # a torn tail: cut it off, or the next record would be appended behind it
             os.truncate(self.journal, good)
             _fsync_file(self.journal)
@@ -88,7 +136,24 @@ class StateStore:
             self._snapshot_bytes = self.path.stat().st_size
         except FileNotFoundError:
             self._snapshot_bytes = 0
-        return CollectorState(seq, targets)
+        if self.reset:
+            self._since_snapshot = self.snapshot_every  # the next save is a whole snapshot
+        return CollectorState(seq, targets, identity)
+
+    def set_aside(self, why: str) -> list[Path]:
+        """Move the state's files out of the way (renamed, never deleted); next save: snapshot."""
+        moved = [set_aside(p, why) for p in (self.path, self.journal) if p.exists()]
+        self._known, self._seq, self._journal_bytes, self._snapshot_bytes = True, 0, 0, 0
+        self._since_snapshot = self.snapshot_every
+        return moved
+
+    def rewind_journal(self) -> None:
+        """Cut the journal back to its last complete record (after a failed append)."""
+        try:
+            os.truncate(self.journal, self._journal_bytes)
+            _fsync_file(self.journal)
+        except FileNotFoundError:
+            pass
 
     # -- save ---------------------------------------------------------------------------------
     def save(self, state: CollectorState, changed: Mapping[str, list[str]] | None = None
@@ -146,6 +211,38 @@ class StateStore:
         self._journal_bytes = 0
         self._known, self._seq = True, state.seq
         self._since_snapshot = 1
+
+
+def set_aside(path: Path, why: str) -> Path:
+    """Rename `path` to `<path>.<why>-<utc time>` (durably); return the new path."""
+    target = path.with_name(f"{path.name}.{why}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = target.with_name(f"{target.name.rsplit('~', 1)[0]}~{n}")
+    os.replace(path, target)
+    fsync_dir(path.parent)
+    return target
+
+
+# a record's head frame is marshal((seq, n_parts), 2): a 2-tuple of small ints
+_HEAD_PAYLOAD = b"(\x02\x00\x00\x00i"
+
+
+def _next_record(data: bytes, pos: int) -> int | None:
+    """Where the next readable record after damage at `pos` starts, or None (a torn tail).
+
+    Found by looking for the bytes every head frame starts with, then checking the whole
+    record's frames: a C-level search, so a damaged journal of tens of MB is read quickly.
+    """
+    while True:
+        hit = data.find(_HEAD_PAYLOAD, pos + _FRAME.size)
+        if hit < 0:
+            return None
+        start = hit - _FRAME.size
+        if _read_record(data, start) is not None:
+            return start
+        pos = start + 1
 
 
 def _write_frame(fd: int, payload: bytes) -> int:

@@ -28,12 +28,16 @@ from operator import attrgetter, is_, itemgetter
 from typing import NamedTuple
 
 from slurm_io.model import ByteStats, Entry, ParseProblem, ParseResult, counts
+from slurm_io.text import clean
 
 _MAX_DIGITS = 20  # a u64 has at most 20 decimal digits
 _U64_MAX = (1 << 64) - 1
 # counters, sums and extremes are stored as PostgreSQL bigint: a larger value is damage
 # (Lustre would need ~9 EB on one target); a sum of squares (float8 there) may use all 64 bits
 _I64_MAX = (1 << 63) - 1
+# a snapshot/start time beyond 9999-12-31 is damage (PostgreSQL's timestamptz, and Python's
+# datetime, stop near there); such a time is dropped from the entry and reported
+MAX_TIME = 253_402_300_799.0
 CHUNK_CHARS = 1 << 20  # bytes of entries per fast-path chunk
 UNKNOWN_TARGET = "unknown"
 
@@ -56,12 +60,12 @@ _DIGITS = b"0123456789"
 _IDS = re.compile(rb"\n- job_id:([^\n]*)")
 _COL_ID, _COL_NAME, _COL_SAMPLES = (itemgetter(i) for i in (0, 4, 5))
 _HEADER = re.compile(rb"([A-Za-z0-9_.\-]+)\.job_stats=(.*)")
-_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
-_HIST_ITEM = re.compile(r"([^\s:,{}]+)\s*:\s*(\d+)")
+_ESCAPE = re.compile(rb"\\x([0-9A-Fa-f]{2})")
+_HIST_ITEM = re.compile(r"([^\s:,{}]+)\s*:\s*([0-9]+)")
 
 # robust path
 _R_JOBID = re.compile(r"^\s*-\s*job_id:\s*(.*?)\s*$")
-_R_TIME = re.compile(r"^\s*(\w+_time)\s*:\s*(\d+(?:\.\d+)?)(?:\s+secs\.nsecs)?\s*$")
+_R_TIME = re.compile(r"^\s*(\w+_time)\s*:\s*([0-9]+(?:\.[0-9]+)?)(?:\s+secs\.nsecs)?\s*$")
 _R_COUNTER = re.compile(r"^\s*(\w+)\s*:\s*\{(.*)\}\s*$")
 _R_FIELD = re.compile(r"^\s*(\w+)\s*:\s*(\S+)\s*$")
 _R_HIST = re.compile(r"hist\s*:\s*\{([^}]*)\}")
@@ -70,17 +74,29 @@ _R_SCALAR = re.compile(r"^\s*(\w+)\s*:\s*(.*)$")
 _R_LINE_START = re.compile(r"^\s*(?:-\s*job_id\s*:|\w+\s*:\s*\{|\w+_time\s*:|job_stats:)")
 
 
+def _unescape(m: re.Match[bytes]) -> bytes:
+    return bytes((int(m.group(1), 16),))
+
+
 def decode_job_id(raw: str) -> str:
     """The job id as the process set it: surrounding quotes removed, `\\xHH` resolved.
 
     2.15.2+ escape every byte outside `[A-Za-z0-9.@_-]`; 2.16+ print ':' literally but quote.
+    Escapes stand for bytes, so the resolved bytes are read as UTF-8 under the one text rule
+    (slurm_io.text.clean): `\\xc3\\xa9` is `é`, while a NUL or a byte that is not UTF-8
+    stays written as `\\xHH`. The result is always storable text.
     """
     s = raw
     if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
         s = s[1:-1]
     if "\\x" in s:
-        s = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), s)
+        s = clean(_ESCAPE.sub(_unescape, s.encode("utf-8", "surrogatepass")))
     return s
+
+
+def clean_id(raw: str) -> str:
+    """An id as printed, made storable (only ids that carry a NUL or raw bytes change)."""
+    return raw if raw.isascii() and "\x00" not in raw else clean(raw)
 
 
 def target_of_param(param: str) -> str:
@@ -126,10 +142,12 @@ def _hist(text: str) -> tuple[tuple[str, int], ...]:
     if not inner:
         return ()
     try:
-        return tuple((k.strip(), int(v)) for k, v in (p.split(":") for p in inner.split(",")))
+        items = tuple((k.strip(), int(v)) for k, v in (p.split(":") for p in inner.split(",")))
     except ValueError:
         # items that read as label: count; a count too long for a u64 is damage, dropped
-        return tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text) if len(v) <= _MAX_DIGITS)
+        items = tuple((k, int(v)) for k, v in _HIST_ITEM.findall(text) if len(v) <= _MAX_DIGITS)
+    # labels are JSON keys in PostgreSQL (jsonb refuses NUL and lone surrogates)
+    return tuple((clean(k), v) for k, v in items)
 
 
 class _Shape(NamedTuple):
@@ -295,14 +313,10 @@ def _idle_pair(b0: str, x: ByteStats, b1: str, y: ByteStats) -> dict[str, ByteSt
 
 
 def _decode_bytes(b: bytes) -> str:
-    """UTF-8 text of what lctl printed; undecodable bytes become U+FFFD (counted upstream).
-
-    `surrogatepass` first so that text fed in as str (tests, hypothesis) comes back unchanged.
-    """
-    try:
-        return b.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return b.decode("utf-8", "replace")
+    """Text of what lctl printed, losslessly: bytes that are not UTF-8 are carried as
+    surrogates (`surrogateescape`) until `clean()` turns them into `\\xHH` where an id is
+    taken; no other field can hold them (numbers and names are matched as such)."""
+    return b.decode("utf-8", "surrogateescape")
 
 
 class Parser:
@@ -494,8 +508,8 @@ class Parser:
 
         `ids`: the text after `- job_id:` of each entry, when the caller has it already.
         """
-        if not chunk.isascii():
-            return False  # non-ASCII ids: the robust path keeps them exactly
+        if not chunk.isascii() or b"\x00" in chunk:
+            return False  # non-ASCII or NUL in ids: the robust path cleans them
         compact = chunk.translate(None, _SQUEEZE)
         if ids is None:
             # ids from the unsqueezed text (an id may hold spaces)
@@ -574,8 +588,11 @@ class Parser:
         # with nothing to decode, job_id is the very same string as raw_id
         decode = b'"' in compact or b"\\x" in compact
         job_ids = list(map(decode_job_id, raws)) if decode else raws
-        snaps = map(float, cols[shape.i_snap]) if shape.i_snap >= 0 else none
-        starts = map(float, cols[shape.i_start]) if shape.i_start >= 0 else none
+        snaps = list(map(float, cols[shape.i_snap])) if shape.i_snap >= 0 else none
+        starts = list(map(float, cols[shape.i_start])) if shape.i_start >= 0 else none
+        if (snaps is not none and max(snaps) > MAX_TIME) or (
+                starts is not none and max(starts) > MAX_TIME):
+            return None  # a damaged time: the robust path reports it
         return list(map(Entry, repeat(self._target, n), raws, job_ids, snaps, starts,
                         repeat(shape.names, n), samples, stats,
                         digests if digests is not None else repeat(0, n)))
@@ -631,13 +648,16 @@ class Parser:
                     return False  # beyond what Lustre and bigint hold: the robust path
                 stats[nm[i]] = bs
             raw = ids[e].strip().decode("ascii")
+            snap_t = float(snap_s) if snap_s else None
+            start_t = float(start_s) if start_s else None
+            if (snap_t or 0.0) > MAX_TIME or (start_t or 0.0) > MAX_TIME:
+                return False  # a damaged time: the robust path reports it
             try:
                 values = counts(map(int, map(_COL_SAMPLES, rws)))
             except OverflowError:
                 return False  # a value beyond bigint: the robust path reports it
             out.append(
-                Entry(target, raw, decode_job_id(raw), float(snap_s) if snap_s else None,
-                      float(start_s) if start_s else None, nm, values, stats,
+                Entry(target, raw, decode_job_id(raw), snap_t, start_t, nm, values, stats,
                       digests[e] if digests is not None else 0)
             )
         # every line must have been taken by exactly one branch and every counter line must
@@ -725,8 +745,9 @@ class Parser:
             m = _R_JOBID.match(line)
             if m:
                 close()
-                cur = {"raw": m.group(1), "line": lineno, "snap": None, "start": None, "names": [],
-                       "samples": [], "stats": {}, "broken": False}
+                cur = {"raw": clean_id(m.group(1)), "line": lineno, "snap": None,
+                       "start": None, "names": [], "samples": [], "stats": {},
+                       "broken": False}
                 continue
             if cur is None:
                 if line.strip() != "job_stats:":
@@ -736,10 +757,13 @@ class Parser:
                 continue
             m = _R_TIME.match(line)
             if m:
-                if m.group(1) == "snapshot_time":
-                    cur["snap"] = float(m.group(2))
+                value = float(m.group(2))
+                if value > MAX_TIME and m.group(1) in ("snapshot_time", "start_time"):
+                    problem(lineno, line, f"{m.group(1)} beyond year 9999 ignored")
+                elif m.group(1) == "snapshot_time":
+                    cur["snap"] = value
                 elif m.group(1) == "start_time":
-                    cur["start"] = float(m.group(2))
+                    cur["start"] = value
                 continue
             m = _R_COUNTER.match(line)
             if m:
@@ -800,10 +824,12 @@ def _counter_fields(inner: str) -> dict | None:
             # glued `max:16777216` is handled by \s*; anything else is damage
             return None
         key, val = m.group(1), m.group(2)
+        if key in fields or key == "hist":
+            return None  # a field printed twice (or a second histogram): damage
         if key == "unit":
             fields["unit"] = val
             continue
-        if not val.isdigit() or len(val) > _MAX_DIGITS:
+        if not (val.isascii() and val.isdigit()) or len(val) > _MAX_DIGITS:
             return None  # not a number, or longer than any u64 (and int()'s digit limit)
         value = int(val)
         if value > (_U64_MAX if key == "sumsq" else _I64_MAX):

@@ -65,12 +65,31 @@ def usage(conn: psycopg.Connection, start: float, end: float) -> dict[str, Any]:
     return {
         "start": s.isoformat(),
         "end": e.isoformat(),
+        "problems": problem_counts(conn, s, e),
         "rows": n_rows,
         "rows_by_class": dict(sorted(rows_by_class.items())),
         "totals": _nonzero(totals),
         "by_class": {k: _nonzero(v) for k, v in sorted(by_class.items())},
         "by_fs": {k: _nonzero(v) for k, v in sorted(by_fs.items())},
     }
+
+
+def problem_counts(conn: psycopg.Connection, s: datetime, e: datetime) -> dict[str, Any] | None:
+    """Problems recorded in (s, e] by source, and how many lost data (`lost` set).
+
+    What the collectors could not take or lost is part of the answer to "was anything
+    lost?". The quarantine is readable by admins only: for others this is None.
+    """
+    try:
+        with conn.transaction():
+            rows = conn.execute(
+                """SELECT source, count(*)::bigint, count(lost)::bigint FROM problem
+                   WHERE seen_at > %s AND seen_at <= %s GROUP BY 1 ORDER BY 1""",
+                (s, e)).fetchall()
+    except psycopg.errors.InsufficientPrivilege:
+        return None
+    return {"total": sum(r[1] for r in rows), "losses": sum(r[2] for r in rows),
+            "by_source": {src: int(n) for src, n, _ in rows}}
 
 
 _TABLE_COUNTERS = ("read_bytes", "write_bytes", "open", "close", "getattr", "mkdir", "unlink")
@@ -100,4 +119,11 @@ def render_table(u: dict[str, Any]) -> str:
     if other:
         lines.append("")
         lines.append("other counters: " + ", ".join(f"{k}={u['totals'][k]}" for k in other))
+    p = u.get("problems")
+    if p is not None:
+        lines.append("")
+        detail = ", ".join(f"{k} {v}" for k, v in p["by_source"].items())
+        lines.append(f"problems recorded: {p['total']}" + (f" ({detail})" if detail else "")
+                     + f", of which losses: {p['losses']}"
+                     + (" (see the problem table)" if p["total"] else ""))
     return "\n".join(lines)

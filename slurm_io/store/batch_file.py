@@ -38,7 +38,7 @@ def write(batch: Batch, out: BinaryIO) -> None:
     n = len(batch.deltas)
     marshal.dump((batch.collector, batch.seq, batch.read_time, tuple(batch.targets),
                   batch.n_entries, batch.n_problems, batch.n_repaired,
-                  batch.n_unattributable, n, -(-n // _RECORD_DELTAS)), out, 4)
+                  batch.n_unattributable, n, -(-n // _RECORD_DELTAS), batch.db), out, 4)
     for i in range(0, n, _RECORD_DELTAS):
         marshal.dump(_plain(batch.deltas[i:i + _RECORD_DELTAS]), out, 4)
 
@@ -77,12 +77,16 @@ def decode(data: bytes) -> Batch:
         raise ValueError("not a spooled batch (unknown header)")
     f = io.BytesIO(data)
     f.seek(len(MAGIC))
+    head = marshal.load(f)
+    if not isinstance(head, tuple) or len(head) not in (10, 11):
+        raise ValueError("damaged spooled batch (header)")
     (collector, seq, read_time, targets, n_entries, n_problems, n_repaired, n_unattr, n,
-     n_records) = marshal.load(f)
+     n_records) = head[:10]
+    db = head[10] if len(head) == 11 else None  # written before databases had identities
     deltas: list[tuple[Delta, JobId]] = []
     for _ in range(n_records):
         deltas.extend(_deltas(marshal.load(f)))
     if len(deltas) != n or f.read(1):
         raise ValueError(f"damaged spooled batch ({len(deltas)} of {n} deltas)")
     return Batch(collector, seq, read_time, tuple(targets), deltas, n_entries, n_problems,
-                 n_repaired, n_unattr)
+                 n_repaired, n_unattr, db)

@@ -10,6 +10,11 @@ order. The format is marshal over plain tuples (store.batch_file; pickles of old
 are still read). Neither marshal nor pickle is meant for data of others, which is acceptable
 only because the directory is private: it is created mode 0700, files are 0600, and a spool
 directory owned by another user is refused rather than read.
+
+Nothing in the spool may block the batches after it: a file that cannot be read, or a batch
+the database refuses even row by row (store.writer), is moved to `quarantine/` in the spool
+directory, recorded as a problem and logged; a batch made from a collector state of another
+database (its `db` is not this database's identity) is moved to `set-aside/`, untouched.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ import psycopg
 
 from slurm_io.fsutil import durable_replace, fsync_dir, pid_alive
 from slurm_io.model import Batch
-from slurm_io.store import batch_file
+from slurm_io.store import batch_file, problems
 from slurm_io.store.embedded import EmbeddedPostgresError
-from slurm_io.store.writer import write_batch
+from slurm_io.store.writer import RECORD_ERRORS, write_batch
 
 SUFFIX = ".batch"
-CORRUPT_SUFFIX = ".corrupt"
+QUARANTINE = "quarantine"  # batch files that cannot be read or written
+SET_ASIDE = "set-aside"  # batches of a collector state made for another database
 _TMP_SUFFIX = ".tmp"
 
 
@@ -166,6 +172,7 @@ class Spool:
         current: Path | None = None
         try:
             conn = conn_factory()
+            identity = _identity(conn)
             for current in paths:
                 try:
                     batch = self.load(current)
@@ -173,9 +180,20 @@ class Spool:
                     continue  # replayed and removed by a concurrent flush
                 except (EOFError, pickle.UnpicklingError, ValueError, AttributeError,
                         ImportError, IndexError, TypeError, KeyError) as exc:
-                    self._quarantine(current, exc, log)
+                    self._quarantine(conn, current, f"unreadable spool file: {exc}", log)
                     continue
-                if write_batch(conn, batch):
+                if batch.db is not None and batch.db != identity:
+                    self.set_aside(current, batch.db, log)
+                    continue
+                try:
+                    stored = write_batch(conn, batch)
+                except RECORD_ERRORS as exc:
+                    conn.rollback()
+                    self._quarantine(conn, current, f"batch refused by the database: {exc}",
+                                     log, lost=f"{len(batch.deltas)} delta rows of "
+                                     f"{batch.collector} seq {batch.seq}")
+                    continue
+                if stored:
                     written += 1
                 else:
                     log.info("spooled batch %s was already in the database", current.name)
@@ -183,15 +201,50 @@ class Spool:
         except (psycopg.OperationalError, EmbeddedPostgresError) as exc:
             log.warning("database unavailable, batches stay spooled: %s", exc)
         except psycopg.Error as exc:
-            name = current.name if current else "?"
+            name = current.name if current else paths[0].name
             log.error("writing spooled batch %s failed, it stays spooled: %s", name, exc)
         return written, self.depth()
 
-    def _quarantine(
-        self, path: Path, exc: BaseException, log: logging.Logger | logging.LoggerAdapter
-    ) -> None:
-        target = path.with_name(path.name + CORRUPT_SUFFIX)
+    def set_aside(self, path: Path, db: str | None,
+                  log: logging.Logger | logging.LoggerAdapter) -> Path:
+        """Move a batch out of the way, untouched (made for another database)."""
+        folder = self.dir / SET_ASIDE / (db or "unbound")
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        target = folder / path.name
         with contextlib.suppress(FileNotFoundError):
             os.replace(path, target)
-        log.error("unreadable spool file %s moved to %s: %s", path.name, target.name, exc)
+            fsync_dir(self.dir)
+        if self._last is not None and self._last[0] == path:
+            self._last = None
+        log.warning("spooled batch %s belongs to database %s, not this one: moved to %s",
+                    path.name, db, target)
+        return target
+
+    def _quarantine(self, conn: psycopg.Connection, path: Path, reason: str,
+                    log: logging.Logger | logging.LoggerAdapter, lost: str | None = None
+                    ) -> None:
+        """Move a batch file that cannot be read or written to quarantine/, and say so."""
+        folder = self.dir / QUARANTINE
+        folder.mkdir(mode=0o700, exist_ok=True)
+        target = folder / path.name
+        try:
+            record = path.read_bytes()[: problems.MAX_RECORD_BYTES]
+        except OSError:
+            record = None
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path, target)
+            fsync_dir(self.dir)
+        if self._last is not None and self._last[0] == path:
+            self._last = None
+        log.error("spool file %s moved to %s: %s", path.name, target, reason)
+        with conn.transaction():
+            problems.record(conn, [problems.Problem(
+                "batch", reason, origin=str(target), record=record,
+                lost=lost or f"the batch in {target.name}")])
+
+
+def _identity(conn: psycopg.Connection) -> str:
+    """The database's identity, in a transaction of its own (the connection stays idle)."""
+    with conn.transaction():
+        return problems.database_identity(conn)
 

@@ -18,6 +18,13 @@ cached id sets its row aside for a second COPY in the same transaction.
 Partitions for the batch's days are ensured before the batch transaction, in their own
 short transaction: partition DDL is idempotent and harmless if the batch then fails, and
 this keeps its locks out of the (longer) COPY transaction.
+
+Per-record isolation: a batch that the server (or psycopg) refuses because of what a row
+holds -- text that is not UTF-8 or holds a NUL, a value out of range -- is written again
+carefully: its text cleaned (slurm_io.text), then copied under savepoints, halving the rows
+that fail until each refused row stands alone. The refused rows go to the quarantine
+(`problem`, with what was lost) in the same transaction as the others, so one bad row costs
+one row, never the batch, and never blocks the spool.
 """
 
 from __future__ import annotations
@@ -33,8 +40,9 @@ from psycopg import errors, pq, sql
 from psycopg.copy import LibpqWriter
 
 from slurm_io.model import Batch, Delta, JobId
-from slurm_io.store import partitions
+from slurm_io.store import partitions, problems
 from slurm_io.store.rows import copy_rows, copy_wire_types, delta_columns, parse_target_name
+from slurm_io.text import clean
 
 AHEAD_DAYS = 2  # partitions created ahead of a batch's newest day
 # By default psycopg waits for the socket to drain after every 1 MB sent, so the client
@@ -77,13 +85,26 @@ def write_batch(conn: psycopg.Connection, batch: Batch) -> bool:
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("write_batch() needs a connection with no transaction in progress")
     try:
-        return _write(conn, batch, every_day=False)
-    except errors.CheckViolation:
-        # "no partition of relation found for row": our cache was stale or a row's day was
-        # not ensured. The transaction rolled back, so retrying from scratch is safe; a real
-        # check failure raises again.
-        partitions.forget(conn)
-        return _write(conn, batch, every_day=True)
+        try:
+            return _write(conn, batch, every_day=False)
+        except errors.CheckViolation:
+            # "no partition of relation found for row": our cache was stale or a row's day
+            # was not ensured. The transaction rolled back, so retrying from scratch is
+            # safe; a real check failure raises again.
+            partitions.forget(conn)
+            return _write(conn, batch, every_day=True)
+    except RECORD_ERRORS:
+        # what a row holds was refused: the transaction rolled back; isolate the bad rows
+        if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            conn.rollback()
+        return _write_isolating(conn, batch)
+
+
+# Errors that come from what a record holds rather than from the server or the connection:
+# PostgreSQL's data exceptions (SQLSTATE class 22: bad encoding, NUL, out of range), and
+# what psycopg raises while encoding a value (a lone surrogate, an int beyond int8).
+RECORD_ERRORS: tuple[type[BaseException], ...] = (
+    psycopg.DataError, UnicodeError, OverflowError, ValueError, TypeError)
 
 
 def _days(ends: set[float]) -> set[date]:
@@ -202,3 +223,83 @@ def _host_ids(cur: psycopg.Cursor, names: set[str]) -> dict[str, int]:
     )
     cur.execute("SELECT name, host_id FROM host WHERE name = ANY(%s)", (ordered,))
     return dict(cur.fetchall())
+
+
+def _clean_pair(pair: tuple[Delta, JobId]) -> tuple[Delta, JobId]:
+    """A delta whose text fields are storable (valid UTF-8, no NUL), else unchanged."""
+    d, j = pair
+    raw, target, host = clean(d.raw_id), clean(d.target), j.host and clean(j.host)
+    if raw is d.raw_id and target is d.target and host is j.host:
+        return pair
+    return d._replace(raw_id=raw, target=target), j._replace(host=host)
+
+
+def _write_isolating(conn: psycopg.Connection, batch: Batch) -> bool:
+    """Write `batch` row-isolated: refused rows go to the quarantine, the others are stored.
+
+    Slow (names and days are looked up for every row, refused rows are found by halving),
+    but only ever run for a batch the fast path could not write.
+    """
+    pairs = list(map(_clean_pair, batch.deltas))
+    collector = clean(batch.collector)
+    ends: set[float] = set()
+    for d, _ in pairs:
+        try:
+            partitions.day_of(d.t1)
+        except RECORD_ERRORS:
+            continue  # an impossible time: that row is refused below
+        ends.add(d.t1)
+    partitions.ensure_days(conn, _days(ends))
+    refused: list[tuple[tuple[Delta, JobId], str]] = []
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO ingest_batch (collector, seq, read_time, n_rows, n_entries,
+                n_problems, n_repaired, n_unattributable, targets)
+            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+            ON CONFLICT (collector, seq) DO NOTHING
+            RETURNING 1
+            """,
+            (
+                collector, batch.seq, datetime.fromtimestamp(batch.read_time, UTC),
+                len(pairs), batch.n_entries, batch.n_problems, batch.n_repaired,
+                batch.n_unattributable, [clean(t) for t in batch.targets],
+            ),
+        )
+        if cur.fetchone() is None:
+            return False
+        targets = _target_ids(cur, {d.target for d, _ in pairs})
+        hosts = _host_ids(cur, {j.host for _, j in pairs if j.host})
+        _copy_halving(conn, cur, pairs, targets, hosts, refused)
+        if refused:
+            cur.execute(
+                "UPDATE ingest_batch SET n_rows = n_rows - %s, n_problems = n_problems + %s"
+                " WHERE collector = %s AND seq = %s",
+                (len(refused), len(refused), collector, batch.seq))
+            problems.record(conn, [
+                problems.Problem(
+                    "batch", f"delta row refused by the database: {why}",
+                    origin=f"{collector} seq {batch.seq}", record=repr(tuple(d))[:4000],
+                    lost=f"I/O of {d.raw_id!r} on {d.target} in ({d.t0}, {d.t1}]")
+                for (d, _), why in refused])
+    return True
+
+
+def _copy_halving(conn: psycopg.Connection, cur: psycopg.Cursor,
+                  pairs: list[tuple[Delta, JobId]], targets: dict[str, int],
+                  hosts: dict[str, int], refused: list) -> None:
+    """COPY `pairs` under a savepoint; on a refusal, each half again, down to single rows."""
+    if not pairs:
+        return
+    try:
+        with conn.transaction():
+            late = _copy(cur, pairs, targets, hosts)
+            if late:  # cannot happen: every name was given an id above
+                raise RuntimeError(f"no id for the target/host of {len(late)} rows")
+    except RECORD_ERRORS as e:
+        if len(pairs) == 1:
+            refused.append((pairs[0], (str(e).strip().splitlines() or [type(e).__name__])[0]))
+            return
+        half = len(pairs) // 2
+        _copy_halving(conn, cur, pairs[:half], targets, hosts, refused)
+        _copy_halving(conn, cur, pairs[half:], targets, hosts, refused)

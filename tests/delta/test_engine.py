@@ -155,3 +155,30 @@ def test_entry_that_lost_counters_is_a_cut_capture_and_keeps_its_state():
     assert out[1] == []
     (d,) = out[2]
     assert d.t0 == 0 and d.stats["read_bytes"].sum == 2 * 4096 and "open" not in d.samples
+
+
+def _at(e: Entry, snap: float) -> Entry:
+    return e._replace(snapshot_time=snap)
+
+
+def test_an_old_read_filed_under_a_newer_time_is_stale_not_a_reset():
+    t0 = 1_795_000_000.0
+    old = [_at(entry("1:1000:n1", rb=40960, opens=10), t0 - 5)]
+    new = [_at(entry("1:1000:n1", rb=81920, opens=30), t0 + 115)]
+    state = compute({}, {"fs-OST0000": old}, t0).state
+    state = compute(state, {"fs-OST0000": new}, t0 + 120).state
+    res = compute(state, {"fs-OST0000": old}, t0 + 240)  # the capture of t0, filed late
+    assert res.deltas == [] and res.stale_targets == ["fs-OST0000"]
+    assert res.state["fs-OST0000"] is state["fs-OST0000"]  # state kept: nothing counted
+    later = [_at(entry("1:1000:n1", rb=81920 + 4096, opens=31), t0 + 350)]
+    (d,) = compute(res.state, {"fs-OST0000": later}, t0 + 360).deltas
+    assert d.samples == {"read_bytes": 1, "open": 1} and d.t0 == t0 + 120
+
+
+def test_boot_relative_times_are_never_compared():
+    # 2.15.0 prints times since boot: after a reboot they start again from small values
+    before = [_at(entry("a", rb=4096 * 9), 86_400.0)]
+    after = [_at(entry("a", rb=4096), 60.0)]
+    state = compute({}, {"fs-OST0000": before}, 1_795_000_000.0).state
+    res = compute(state, {"fs-OST0000": after}, 1_795_000_120.0)
+    assert res.stale_targets == [] and res.deltas[0].flags & DeltaFlag.RESET_DROP

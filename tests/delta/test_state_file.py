@@ -75,7 +75,7 @@ def test_a_state_of_the_previous_format_is_still_read(tmp_path):
     old = (3, 9, (layouts, {target: (read_time, entries, gone, since)}))
     path = tmp_path / "old.state"
     path.write_bytes(marshal.dumps(old, 2))
-    assert state_file.load(path) == state_file.CollectorState(9, st)
+    assert state_file.load(path) == state_file.CollectorState(9, st, state_file.LEGACY)
 
 
 def test_a_truncated_state_is_a_clear_error(tmp_path):

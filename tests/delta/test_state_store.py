@@ -84,7 +84,7 @@ def test_records_older_than_the_snapshot_are_skipped(tmp_path):
     assert StateStore(path).load() == CollectorState(4, state4)
 
 
-def test_a_damaged_record_in_the_middle_is_a_clear_error(tmp_path):
+def test_a_damaged_record_in_the_middle_is_not_a_torn_tail_and_keeps_the_numbers(tmp_path):
     path = tmp_path / "oss1.state"
     store = StateStore(path, snapshot_every=100)
     _run(store, _reads(4))
@@ -92,9 +92,40 @@ def test_a_damaged_record_in_the_middle_is_a_clear_error(tmp_path):
     data[12] ^= 0xFF  # inside the first record's payload: its CRC no longer matches
     store.journal.write_bytes(bytes(data))
     loaded = StateStore(path)
-    # a CRC mismatch reads as a torn record: everything after it is cut, nothing double
-    assert loaded.load().seq == 1 and loaded.torn_records == 1
-    assert store.journal.stat().st_size == 0
+    st = loaded.load()
+    # records 3 and 4 follow the damaged one: its number and theirs are never used again,
+    # the entries are unknown (the next read is a baseline), and the damage is reported
+    assert st.seq == 4 and st.targets == {} and loaded.reset
+    assert loaded.torn_records == 0 and loaded.floor == 100.0 + 120 * 3
+    assert any("damaged" in d for d in loaded.damage)
+    assert not store.journal.exists()
+    assert list(tmp_path.glob("oss1.state.journal.damaged-*"))  # set aside, not deleted
+
+
+def test_a_journal_without_its_snapshot_is_not_taken_for_the_whole_state(tmp_path):
+    path = tmp_path / "oss1.state"
+    store = StateStore(path, snapshot_every=100)
+    _run(store, _reads(5))
+    path.unlink()
+    loaded = StateStore(path)
+    st = loaded.load()
+    # applying the journal alone would leave out every entry idle since the snapshot, and
+    # their whole history would be counted again at the next read
+    assert st.targets == {} and loaded.reset and st.seq == 5
+    assert loaded.floor == 100.0 + 120 * 4
+
+
+def test_a_damaged_snapshot_is_set_aside_and_reported_not_raised(tmp_path):
+    path = tmp_path / "oss1.state"
+    store = StateStore(path, snapshot_every=1)
+    _run(store, _reads(3))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2:len(data) // 2 + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    loaded = StateStore(path)
+    st = loaded.load()
+    assert st.targets == {} and loaded.reset and loaded.damage
+    assert not path.exists() and list(tmp_path.glob("oss1.state.damaged-*"))
 
 
 def test_the_journal_is_replaced_by_a_snapshot_once_as_large(tmp_path):

@@ -141,12 +141,14 @@ def test_an_unreadable_file_is_set_aside_and_the_rest_delivered(
     spool.put(_batch(3))
     with caplog.at_level(logging.ERROR, logger=LOG.name):
         assert spool.flush(lambda: psycopg.connect(db_dsn), log=LOG) == (2, 0)
-    assert (tmp_path / "oss1.000000000002.batch.corrupt").exists()
+    assert (tmp_path / "quarantine" / "oss1.000000000002.batch").exists()
     assert "oss1.000000000002.batch" in caplog.text
     with psycopg.connect(db_dsn) as conn:
         assert conn.execute("SELECT array_agg(seq ORDER BY seq) FROM ingest_batch").fetchone() == (
             [1, 3],
         )
+        (source, lost, record), = conn.execute("SELECT source, lost, record FROM problem")
+    assert source == "batch" and lost and bytes(record) == b"\x80\x05garbage"
 
 
 @pytest.mark.pg
