@@ -13,6 +13,7 @@ packages (~25 s), later calls take ~2 s.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -109,9 +110,10 @@ class SlurmCluster:
                             "-o", ",".join(fields)])
             lines = [dict(zip(fields, line.split("|"), strict=True))
                      for line in out.stdout.splitlines()[1:] if line]
+            # the leading number of JobID: an array's (5_1) or het job's (114+0) own id
             mine = [ln for ln in lines if int(ln["JobIDRaw"]) in ids
-                    or int(ln["JobID"].split("_")[0]) in ids]
-            seen = {int(ln["JobID"].split("_")[0]) for ln in mine} | {
+                    or _leading_id(ln["JobID"]) in ids]
+            seen = {_leading_id(ln["JobID"]) for ln in mine} | {
                 int(ln["JobIDRaw"]) for ln in mine}
             pending = [ln for ln in mine
                        if ln["State"].split()[0] in ACTIVE_STATES or ln["End"] == "Unknown"]
@@ -149,3 +151,8 @@ def ensure_cluster(lab: Path | None = None, **knobs: str) -> SlurmCluster:
 def slurm_cluster() -> SlurmCluster:
     """The real Slurm testbed (set up if needed), shared by the whole session."""
     return ensure_cluster()
+
+
+def _leading_id(jobid: str) -> int:
+    """123 of `123`, `123_4`, `123_[5-9]`, `123+1`."""
+    return int(re.match(r"[0-9]+", jobid).group())  # type: ignore[union-attr]
