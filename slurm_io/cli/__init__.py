@@ -5,6 +5,7 @@ One module per command family; importing them registers their commands on `main`
 """
 
 from slurm_io.cli import (  # noqa: F401  (registers commands)
+    alerts,
     collect,
     db,
     exporter,

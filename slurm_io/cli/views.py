@@ -168,7 +168,10 @@ def top_cmd(cfg: Config, once: bool, sort: str, by: str, rates: bool, minrate: f
                                  f"({', '.join(load_mod.COUNTERS)})", param_hint="--sort")
     if speed <= 0:
         raise click.BadParameter("must be above 0", param_hint="--speed")
-    t_at = None if at is None else parse_time_arg(at, time.time())
+    try:
+        t_at = None if at is None else parse_time_arg(at, time.time())
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--at") from e
     options = {"fs": fs, "kind": kind, "user": user, "minrate": minrate}
     step = delay or cfg.interval
     with connect_db(cfg, upgrade=False) as conn:
