@@ -64,11 +64,14 @@ def running_windows(conn: psycopg.Connection, lo: float, hi: float) -> list[JobW
 
 def baseline(conn: psycopg.Connection, at: float, days: int
              ) -> dict[str, dict[str, float | None]]:
-    """fs -> the job-hour averages of the stored LASSi hours of the `days` before `at`."""
+    """fs -> the job-hour averages of the stored LASSi hours of the `days` UTC days before the
+    day of `at` (the baseline `jobio lassi compute` uses for that day)."""
     if not lassi_sql.has_tables(conn):
         return {}
+    day = at - at % 86400
     return {fs: job_avg for fs, (_n, job_avg, _fs_avg) in
-            lassi_sql.baseline(conn, at - days * 86400, at).items() if any(job_avg.values())}
+            lassi_sql.baseline(conn, day - days * 86400, day).items()
+            if any(v for v in job_avg.values())}
 
 
 def already(conn: psycopg.Connection, jobs: list[int]) -> set[tuple[int, str]]:
