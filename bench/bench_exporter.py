@@ -5,7 +5,7 @@
     .venv/bin/python bench/bench_exporter.py latency [--runs 5]
 
 `scrape` serves the exporter over HTTP on loopback (the real prometheus_client server) against
-the benchmark database, with the clock set just after the newest stored read (the data is
+the benchmark database, with its clock set to T0 + `--day` (15) days + 12 h (mid-month; the data is
 from the past; live, the newest read is at most one interval old), and times GET /metrics as
 Prometheus does it: first (cold) and then `--repeat` times; it counts the series (sample
 lines) of a scrape and how many each family has.
@@ -30,7 +30,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from bench.bench_show import dsn_of
+from bench.bench_show import T0, dsn_of
 from slurm_io.model import Batch, Delta, IdClass, JobId, JobRecord
 
 JOBIO = str(Path(sys.executable).with_name("jobio"))
@@ -48,13 +48,18 @@ def scrape(args: argparse.Namespace) -> None:
     from slurm_io.exporter import metrics
     from slurm_io.exporter.server import DatabaseCollector, serve
 
-    dsn = dsn_of(args)
+    dsn = args.dsn or make_conninfo(dsn_of(args), dbname="bench_show")
+    at = T0 + args.day * 86400 + 12 * 3600 + 30  # mid-month: a busy read
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT max(ts_end) FROM jobstats_delta").fetchone()
+        row = conn.execute("SELECT max(ts_end) FROM jobstats_delta WHERE ts_end <= %s "
+                           "AND ts_end > %s", (datetime.fromtimestamp(at, UTC),
+                                                datetime.fromtimestamp(at - 600, UTC))
+                           ).fetchone()
         assert row and row[0] is not None, "no data: run bench_show.py build first"
         newest = row[0].timestamp()
-        n_rows = conn.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end > %s",
-                              (row[0] - timedelta(seconds=108),)).fetchone()
+        n_rows = conn.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end > %s "
+                              "AND ts_end <= %s", (row[0] - timedelta(seconds=108), row[0])
+                              ).fetchone()
     settings = metrics.Settings(top_jobs=args.top_jobs)
     collector = DatabaseCollector(lambda: psycopg.connect(dsn), interval=120.0,
                                   settings=settings, clock=lambda: newest + 60)
@@ -161,6 +166,7 @@ def main() -> None:
     s.add_argument("--dsn")
     s.add_argument("--repeat", type=int, default=20)
     s.add_argument("--top-jobs", type=int, default=20)
+    s.add_argument("--day", type=int, default=15, help="Day of the 30 whose noon is read.")
     lt = sub.add_parser("latency")
     lt.add_argument("--dsn")
     lt.add_argument("--runs", type=int, default=5)
