@@ -91,6 +91,7 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
     """The attributed load of the newest interval at or before `at` (default now)."""
     now = time.time() if now is None else now
     at = now if at is None else at
+    q.prefer_index(conn)
     hi = q.latest(conn, at, fs=fs, kind=kind)
     if hi is None:
         return Load(None, at, interval, [], {}, {}, {})
