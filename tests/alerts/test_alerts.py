@@ -4,6 +4,7 @@ and the log."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 import subprocess
@@ -39,18 +40,18 @@ def _jobio(cfg: Path, dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_simulators_storming_job_is_warned_once(db_dsn, tmp_path):
     start = (time.time() // 120) * 120 - 2 * 3600
     sim = tmp_path / "sim"
-    for args in (["simulate", str(sim), "--hours", "2", "--nodes", "16", "--start",
-                  str(int(start))],):
-        subprocess.run([JOBIO, *args], check=True, capture_output=True, timeout=300)
-    subprocess.run([JOBIO, "--dsn", db_dsn, "collect", "--from", str(sim)], check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run([JOBIO, "simulate", str(sim), "--hours", "2", "--nodes", "16", "--start",
+                    str(int(start))], check=True, capture_output=True, timeout=300)
+    subprocess.run([JOBIO, "--dsn", db_dsn, "--state-dir", str(tmp_path / "state"), "collect",
+                    "--from", str(sim)], check=True, capture_output=True, timeout=600)
     subprocess.run([JOBIO, "--dsn", db_dsn, "jobs", "import", str(sim / "sacct.txt")],
                    check=True, capture_output=True, timeout=300)
     sacct = [ln.split("|") for ln in (sim / "sacct.txt").read_text().splitlines()[1:]]
-    # the planted metadata storm: the first job with a storm name, on two nodes
-    storm = min((r for r in sacct if r[2] in STORM_NAMES), key=lambda r: r[12])
-    storm_start = time.mktime(time.strptime(storm[12], "%Y-%m-%dT%H:%M:%S")) - time.timezone
-    at = str(int(storm_start + 2400))  # 40 minutes into the storm, while it runs
+    # the planted metadata storm (slurm_io/simulate/cluster.py): two nodes, 45 minutes
+    storm = next(r for r in sacct if r[2] in STORM_NAMES and r[15] == "2"
+                 and r[14] == "00:45:00")
+    storm_start = calendar.timegm(time.strptime(storm[12], "%Y-%m-%dT%H:%M:%S"))
+    at = str(int(storm_start + 2640))  # 44 minutes into the storm, while it still runs
     with smtp_server() as (sink, port):
         cfg = _config(tmp_path, port)
         r = _jobio(cfg, db_dsn, "alerts", "--at", at)
