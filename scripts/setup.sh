@@ -23,7 +23,11 @@ case ",${SLURM_IO_EXTRAS:-}," in
     *,test,*)
         command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
         # the e2e hook test runs the hook as SlurmUser, who cannot reach a Python under /root
-        [ -x /usr/bin/python3 ] || need_apt+=(python3) ;;
+        [ -x /usr/bin/python3 ] || need_apt+=(python3)
+        # the exporter test scrapes it with Debian's Prometheus (started by the test itself,
+        # on loopback, in a temp dir); the top test drives the interactive mode in tmux
+        command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
+        command -v tmux >/dev/null 2>&1 || need_apt+=(tmux) ;;
 esac
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -32,7 +36,15 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     fi
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    # policy-rc.d: the packages' own services (prometheus) are not started by the install
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+        rm -f /usr/sbin/policy-rc.d
+    else
+        apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    fi
 fi
 
 if [ ! -x .venv/bin/python ]; then

@@ -72,6 +72,22 @@ class Config:
     # LASSi metrics (docs/views.md): risk scaling factor a, baseline window in days
     lassi_a: float = 2.0
     lassi_baseline_days: int = 7
+    # Prometheus exporter (docs/exporter.md)
+    exporter_listen: str = "127.0.0.1:9817"
+    exporter_top_jobs: int = 20
+    exporter_top_users: int = 50
+    exporter_top_accounts: int = 50
+    exporter_targets: bool = True
+    # I/O alerts on running jobs (docs/alerts.md)
+    alerts_admin: str | None = None  # copy of every alert (Cc)
+    alerts_window: float = 3600.0
+    alerts_risk: float = 5.0  # LASSi risk_oss / risk_mds over the window
+    alerts_metadata_ops: float = 1e6  # of one storm operation in the window
+    alerts_small_writes: int = 200_000  # write requests in the window ...
+    alerts_small_write_size: int = 16384  # ... of at most this mean size ...
+    alerts_sustained: float = 0.75  # ... in this share of the window's intervals
+    alerts_daily_cap: int = 3  # alert mails per user per UTC day
+    alerts_link: str = "jobio show {jobid} --timeline"  # or a URL with {jobid}
     source: Path | None = None  # the file this came from
 
     @property
@@ -143,6 +159,20 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "mail.smtp_port": ("mail_port", int),
     "lassi.a": ("lassi_a", float),
     "lassi.baseline_days": ("lassi_baseline_days", int),
+    "exporter.listen": ("exporter_listen", str),
+    "exporter.top_jobs": ("exporter_top_jobs", int),
+    "exporter.top_users": ("exporter_top_users", int),
+    "exporter.top_accounts": ("exporter_top_accounts", int),
+    "exporter.targets": ("exporter_targets", bool),
+    "alerts.admin": ("alerts_admin", str),
+    "alerts.window": ("alerts_window", float),
+    "alerts.risk": ("alerts_risk", float),
+    "alerts.metadata_ops": ("alerts_metadata_ops", float),
+    "alerts.small_writes": ("alerts_small_writes", int),
+    "alerts.small_write_size": ("alerts_small_write_size", _byte_size),
+    "alerts.sustained": ("alerts_sustained", float),
+    "alerts.daily_cap": ("alerts_daily_cap", int),
+    "alerts.link": ("alerts_link", str),
 }
 
 

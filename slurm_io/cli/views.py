@@ -144,57 +144,79 @@ def attribute_cmd(cfg: Config, since: str | None, limit: int | None) -> None:
 
 
 @main.command("top")
-@click.option("--once", is_flag=True, help="Print one table and exit.")
-@click.option("--sort", type=click.Choice(["write", "read", "meta", "reqs"]), default="write",
-              show_default=True)
+@click.option("--once", is_flag=True, help="Print one table and exit (plain text, for "
+              "scripts).")
+@click.option("--sort", default="write", show_default=True, metavar="COUNTER",
+              help="write, read, meta, reqs, or any counter (open, mkdir, getattr, "
+              "write_bytes_samples, ...).")
+@click.option("-g", "--group", "by", type=click.Choice(["job", "user", "account", "host",
+              "fs"]), default="job", show_default=True, help="One line per ...")
+@click.option("--rate", "rates", is_flag=True, help="Per-second rates instead of the "
+              "interval's totals.")
+@click.option("--minrate", type=float, help="Hide lines whose sort counter is below this "
+              "rate (per second; bytes for byte counters).")
 @click.option("--fs", help="Only this filesystem.")
 @click.option("--kind", type=click.Choice(["MDT", "OST"]), help="Only MDTs or OSTs.")
 @click.option("-u", "--user", help="Only this user's jobs and load.")
 @click.option("--at", help="Show the interval at or before this time (sacct-like time); "
-              "refreshing steps forward one interval at a time.")
+              "refreshing replays forward from there.")
+@click.option("--speed", type=float, default=1.0, show_default=True,
+              help="Replay speed with --at: seconds of data per second of wall time.")
 @click.option("-n", "--lines", type=int, help="Rows (default: 20, or the terminal's height).")
 @click.option("-d", "--delay", type=float, help="Seconds between refreshes (default: the "
               "collector interval).")
 @click.option("--json", "as_json", is_flag=True, help="With --once: JSON.")
 @click.pass_obj
-def top_cmd(cfg: Config, once: bool, sort: str, fs: str | None, kind: str | None,
-            user: str | None, at: str | None, lines: int | None, delay: float | None,
-            as_json: bool) -> None:
-    """The jobs (and users/hosts outside jobs) doing the most I/O now, like lltop.
+def top_cmd(cfg: Config, once: bool, sort: str, by: str, rates: bool, minrate: float | None,
+            fs: str | None, kind: str | None, user: str | None, at: str | None,
+            speed: float, lines: int | None, delay: float | None, as_json: bool) -> None:
+    """The jobs (or users, accounts, hosts, filesystems) doing the most I/O now, like lltop.
 
-    One collector interval: write and read MB, metadata operations, requests, nodes and work
-    dir per job; Ctrl-C quits.
+    One collector interval. On a terminal the screen refreshes in place; keys: s sort,
+    g group, t totals/rates, space pause, +/- replay speed, q quit. `--once` prints plain
+    text; in a pipe the frames follow one another.
     """
-    import shutil
-
+    from slurm_io.report import load as load_mod
     from slurm_io.report import top as top_mod
 
+    if sort not in top_mod.SORT_KEYS:
+        raise click.BadParameter(f"{sort!r}: use write, read, meta, reqs or a counter "
+                                 f"({', '.join(load_mod.COUNTERS)})", param_hint="--sort")
+    if speed <= 0:
+        raise click.BadParameter("must be above 0", param_hint="--speed")
     t_at = None if at is None else parse_time_arg(at, time.time(), "--at")
+    options = {"fs": fs, "kind": kind, "user": user, "minrate": minrate}
+    step = delay or cfg.interval
     with connect_db(cfg, upgrade=False) as conn:
+        def fetch(moment: float | None) -> load_mod.Load:
+            ld = load_mod.load(conn, at=moment, interval=cfg.interval, fs=fs, kind=kind)
+            conn.rollback()  # no transaction left open while waiting
+            return ld
+
         if once or as_json:
-            t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind, user=user,
-                            sort=sort, limit=lines or 20)
+            t = top_mod.view(fetch(t_at), sort=sort, by=by, rates=rates, limit=lines or 20,
+                             **options)
             if as_json:
                 click.echo(json.dumps(top_mod.as_json(t), indent=2, sort_keys=True))
             else:
                 click.echo(top_mod.render(t))
             return
-        tty = sys.stdout.isatty()
-        try:
+        if sys.stdout.isatty() and sys.stdin.isatty():
+            from slurm_io.cli import top_tui
+
+            top_tui.run(fetch, sort=sort, by=by, rates=rates, at=t_at, speed=speed,
+                        delay=step, lines=lines, **options)
+            return
+        try:  # a pipe: one frame after the other
             while True:
-                size = shutil.get_terminal_size()
-                t = top_mod.top(conn, at=t_at, interval=cfg.interval, fs=fs, kind=kind,
-                                user=user, sort=sort, limit=lines or max(5, size.lines - 6))
-                conn.rollback()  # no transaction left open while sleeping
-                # clear the screen on a terminal; frames one after the other in a pipe
-                click.echo("\033[H\033[2J" if tty else "", nl=not tty, color=True)
-                click.echo(top_mod.render(t, width=size.columns if tty else None))
-                click.echo(f"(every {delay or cfg.interval:g} s; Ctrl-C quits)")
-                time.sleep(delay or cfg.interval)
+                t = top_mod.view(fetch(t_at), sort=sort, by=by, rates=rates,
+                                 limit=lines or 20, **options)
+                click.echo(top_mod.render(t) + "\n")
+                time.sleep(step)
                 if t_at is not None:
-                    t_at += cfg.interval
+                    t_at += speed * step
         except KeyboardInterrupt:
-            click.echo("")
+            pass
 
 
 @main.group("lassi")

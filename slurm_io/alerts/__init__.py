@@ -1,0 +1,1 @@
+"""I/O alerts on running jobs (`jobio alerts`, docs/alerts.md)."""

@@ -1,0 +1,1 @@
+"""`jobio exporter`: the Prometheus endpoint (docs/exporter.md)."""

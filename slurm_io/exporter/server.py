@@ -1,0 +1,110 @@
+"""The exporter's imperative shell: a prometheus_client custom collector that reads the
+database at scrape time, and the HTTP server around it.
+
+Reading at scrape time (not on a timer) means a scrape always shows the newest stored
+interval and an idle exporter costs nothing; scrapes are serialised on one connection (the
+queries take tens of milliseconds), which is reopened when the database went away
+(`jobio_up` is 0 meanwhile, and the scrape still answers).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from slurm_io.exporter import metrics
+from slurm_io.exporter import sql as q
+from slurm_io.report import load_sql
+from slurm_io.report.load import load
+
+log = logging.getLogger("slurm_io.exporter")
+
+
+def spool_depth(spool: Path | None) -> tuple[int, int] | None:
+    """(files, bytes) waiting in a collector spool directory, None when there is none here."""
+    if spool is None or not spool.is_dir():
+        return None
+    files = size = 0
+    with os.scandir(spool) as it:
+        for e in it:
+            if e.is_file() and not e.name.startswith("."):
+                files += 1
+                size += e.stat().st_size
+    return files, size
+
+
+class DatabaseCollector(Collector):
+    """Reads one snapshot per scrape and turns it into metric families."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection], *, interval: float,
+                 settings: metrics.Settings, spool: Path | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.connect = connect
+        self.interval = interval
+        self.settings = settings
+        self.spool = spool
+        self.clock = clock
+        self.conn: psycopg.Connection | None = None
+        self.lock = threading.Lock()
+
+    def snapshot(self) -> metrics.Snapshot:
+        now = self.clock()
+        s = metrics.Snapshot(now=now, spool=spool_depth(self.spool))
+        try:
+            if self.conn is None or self.conn.closed:
+                self.conn = self.connect()
+            conn = self.conn
+            ld = load(conn, at=now, interval=self.interval, now=now)
+            if ld.at is not None and self.settings.targets:
+                s.targets = load_sql.target_rows(conn, ld.lo, ld.at)
+            s.collectors = q.collectors(conn)
+            s.queue = q.report_queue(conn)
+            conn.commit()
+            try:
+                s.problems = q.problems(conn)
+                conn.commit()
+            except psycopg.errors.InsufficientPrivilege:
+                conn.rollback()  # only admins read the quarantine
+            s.load = ld
+        except psycopg.Error as e:
+            log.warning("exporter: database: %s", e)
+            s.error = str(e)
+            if self.conn is not None:
+                try:
+                    self.conn.close()
+                finally:
+                    self.conn = None
+        return s
+
+    def collect(self) -> Iterator[Metric]:
+        with self.lock:
+            t0 = time.perf_counter()
+            s = self.snapshot()
+            took = time.perf_counter() - t0
+        yield from metrics.families(s, self.settings, took)
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # no scrape at registration
+
+
+def registry(collector: DatabaseCollector) -> CollectorRegistry:
+    """A registry with only our collector (no process/platform metrics of this Python)."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(collector)
+    return reg
+
+
+def serve(collector: DatabaseCollector, host: str, port: int) -> Any:
+    """Start the HTTP endpoint (/metrics) in a daemon thread; returns (server, thread)."""
+    from prometheus_client import start_http_server
+
+    return start_http_server(port, addr=host, registry=registry(collector))

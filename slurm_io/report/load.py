@@ -1,0 +1,289 @@
+"""The load of one collector interval, attributed, with every counter: what `jobio top`, the
+exporter and the alerts group and rank.
+
+One query reads the interval's deltas summed per (job, id class, uid, host, filesystem[,
+`:uid:host` interval, login executable]) with all counters (`report.counters.SUM_COLUMNS`);
+`:uid:host` deltas are then shared among the jobs of that user on that node by the
+attribution rules (slurm_io.attribute.core.share, pro rata) and what no job claims stays the
+user's. The result is a list of `Part`s, each a vector of counters with its owner, which
+`group()` adds up by job, user, account, host or filesystem. Pure from `parts()` on.
+
+The interval: T = the newest ts_end at or before the moment; the deltas with ts_end in
+(T - 0.9 interval, T] (see report/top.py: the last read of every server, never two).
+"""
+
+from __future__ import annotations
+
+import pwd
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from slurm_io.attribute.core import DeltaRow, JobWindow, share
+from slurm_io.lassi.sql import no_jit
+from slurm_io.model import METADATA_OPS, IdClass
+from slurm_io.report import load_sql as q
+from slurm_io.report.counters import SUM_COLUMNS
+
+COUNTERS: tuple[str, ...] = tuple(SUM_COLUMNS)  # read_bytes, read_bytes_samples, ..., open, ...
+_IDX = {name: i for i, name in enumerate(COUNTERS)}
+_META_IDX = tuple(_IDX[op] for op in sorted(METADATA_OPS) if op in _IDX)
+_REQ_IDX = (_IDX["read_bytes_samples"], _IDX["write_bytes_samples"])
+# short names of the usual sort keys, as in lltop/glljobstat
+ALIASES = {"write": "write_bytes", "read": "read_bytes", "meta": "meta_ops", "reqs": "reqs"}
+DERIVED = ("meta_ops", "reqs")
+SORT_KEYS: tuple[str, ...] = (*ALIASES, *DERIVED, *COUNTERS)
+GROUPS = ("job", "user", "account", "host", "fs")
+WINDOW = 0.9
+
+
+@dataclass
+class JobMeta:
+    jobid: str
+    uid: int | None
+    user: str | None
+    account: str | None
+    name: str | None
+    nodes: int | None
+    work_dir: str | None
+
+
+@dataclass
+class Part:
+    """Counters of one owner on one host and filesystem in the interval."""
+
+    kind: str  # job, user (unattributed, outside jobs), system (a host's system ids), nobody
+    job: int | None
+    uid: int | None
+    host_id: int | None
+    fs: str
+    exe: str | None
+    values: list[float]
+
+
+@dataclass
+class Load:
+    at: float | None  # end of the interval (None: no data at or before the moment)
+    lo: float
+    interval: float
+    parts: list[Part]
+    jobs: dict[int, JobMeta]
+    users: dict[int, str]
+    hosts: dict[int, str]
+
+
+def value(values: list[float], key: str) -> float:
+    """A counter by name (or alias), or a derived one: meta_ops, reqs."""
+    key = ALIASES.get(key, key)
+    if key == "meta_ops":
+        return sum(values[i] for i in _META_IDX)
+    if key == "reqs":
+        return values[_REQ_IDX[0]] + values[_REQ_IDX[1]]
+    return values[_IDX[key]]
+
+
+def load(conn: psycopg.Connection, *, at: float | None = None, interval: float = 120.0,
+         fs: str | None = None, kind: str | None = None, now: float | None = None) -> Load:
+    """The attributed load of the newest interval at or before `at` (default now)."""
+    now = time.time() if now is None else now
+    at = now if at is None else at
+    q.prefer_index(conn)
+    hi = q.latest(conn, at, fs=fs, kind=kind)
+    if hi is None:
+        return Load(None, at, interval, [], {}, {}, {})
+    lo = hi - WINDOW * interval
+    no_jit(conn)
+    rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind)
+    parts: list[Part] = []
+    missing: list[tuple[Any, ...]] = []
+    for job, cls, uid, host_id, fsname, t0, t1, last, raw, *vals in rows:
+        if job is not None:
+            parts.append(Part("job", job, uid, host_id, fsname, None, vals))
+        elif cls == IdClass.JOB_MISSING and uid is not None and host_id is not None:
+            missing.append((uid, host_id, fsname, t0, t1, last, vals))
+        elif cls in (IdClass.UNRECOVERABLE, IdClass.EMPTY) or uid is None:
+            parts.append(Part("nobody", None, None, host_id, fsname, None, vals))
+        elif cls == IdClass.SYSTEM and host_id is not None:
+            parts.append(Part("system", None, uid, host_id, fsname, None, vals))
+        else:
+            exe = raw.rsplit(".", 1)[0].strip('"') if raw and "." in raw else None
+            parts.append(Part("user", None, uid, host_id, fsname, exe or None, vals))
+    if missing:
+        parts += _share_missing(conn, missing, hi, now)
+    meta = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
+    jobs = {j: JobMeta(*m) for j, m in meta.items()}
+    uids = {p.uid for p in parts if p.uid is not None} | \
+        {m.uid for m in jobs.values() if m.uid is not None}
+    users = {m.uid: m.user for m in jobs.values() if m.uid is not None and m.user}
+    users.update(q.user_names(conn, sorted(uids - set(users))))
+    for uid in uids - set(users):
+        try:
+            users[uid] = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            users[uid] = f"uid {uid}"
+    hosts = q.host_names(conn, sorted({p.host_id for p in parts if p.host_id is not None}))
+    return Load(hi, lo, interval, parts, jobs, users, hosts)
+
+
+def _share_missing(conn: psycopg.Connection, missing: list[tuple[Any, ...]], hi: float,
+                   now: float) -> list[Part]:
+    cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
+    for host_id, j, uid, nodes, st, en in q.candidate_jobs(
+            conn, sorted({x[1] for x in missing}), sorted({x[0] for x in missing}),
+            min(x[3] for x in missing), hi):
+        cands[(host_id, uid)].append(JobWindow(j, uid, tuple(nodes or ()), st, en))
+    out = []
+    for uid, host_id, fsname, t0, t1, last, vals in missing:
+        d = DeltaRow(t0, t1, last, "", None, int(IdClass.JOB_MISSING), None, uid, {}, {})
+        given = 0.0
+        for jw in cands.get((host_id, uid), []):
+            f = share(d, jw, cands[(host_id, uid)], now).fraction
+            if f > 0:
+                out.append(Part("job", jw.job, uid, host_id, fsname, None,
+                                [v * f for v in vals]))
+                given += f
+        if given < 1.0 - 1e-9:
+            rest = 1.0 - min(1.0, given)
+            out.append(Part("user", None, uid, host_id, fsname, None, [v * rest for v in vals]))
+    return out
+
+
+# -- grouping (pure) ---------------------------------------------------------------------------
+@dataclass
+class Group:
+    """One line of a grouped view."""
+
+    kind: str  # job, user, system, nobody (group job); user, account, host, fs otherwise
+    key: Any
+    label: str  # the first column
+    user: str
+    values: list[float] = field(default_factory=lambda: [0.0] * len(COUNTERS))
+    hosts: set[int] = field(default_factory=set)
+    jobs: set[int] = field(default_factory=set)
+    nodes: int | None = None
+    account: str = ""
+    name: str = ""
+    work_dir: str = ""
+
+    def add(self, p: Part) -> None:
+        for i, v in enumerate(p.values):
+            if v:
+                self.values[i] += v
+        if p.host_id is not None:
+            self.hosts.add(p.host_id)
+        if p.job is not None:
+            self.jobs.add(p.job)
+
+    def get(self, key: str) -> float:
+        return value(self.values, key)
+
+    @property
+    def write_bytes(self) -> float:
+        return self.get("write_bytes")
+
+    @property
+    def read_bytes(self) -> float:
+        return self.get("read_bytes")
+
+    @property
+    def meta_ops(self) -> float:
+        return self.get("meta_ops")
+
+    @property
+    def reqs(self) -> float:
+        return self.get("reqs")
+
+
+def _user(ld: Load, uid: int | None) -> str:
+    return "-" if uid is None else ld.users.get(uid, f"uid {uid}")
+
+
+def owner(ld: Load, p: Part) -> str:
+    """The user name of a part (its job's user for job parts)."""
+    return _user(ld, _job_uid(ld, p))
+
+
+def _job_uid(ld: Load, p: Part) -> int | None:
+    m = ld.jobs.get(p.job) if p.job is not None else None
+    return m.uid if m is not None and m.uid is not None else p.uid
+
+
+def group(ld: Load, by: str = "job") -> list[Group]:
+    """The interval's parts added up by job (with users, hosts and nobody outside jobs, as
+    lltop), user, account, host or filesystem."""
+    if by not in GROUPS:
+        raise ValueError(f"group by one of {', '.join(GROUPS)}")
+    out: dict[Any, Group] = {}
+    for p in ld.parts:
+        if by == "job":
+            key: Any = (p.kind, p.job if p.kind == "job" else
+                        p.host_id if p.kind == "system" else p.uid)
+            g = out.get(key)
+            if g is None:
+                g = out[key] = _job_line(ld, p)
+            if p.kind == "user" and p.exe and p.exe not in g.work_dir.split(","):
+                g.work_dir = ",".join(x for x in (g.work_dir, p.exe) if x)
+        elif by == "user":
+            uid = _job_uid(ld, p) if p.kind != "nobody" else None
+            g = out.get(uid) or out.setdefault(uid, Group("user", uid, _user(ld, uid)
+                                                      if uid is not None else "(nobody)", ""))
+        elif by == "account":
+            m = ld.jobs.get(p.job) if p.job is not None else None
+            acct = (m.account or "(none)") if m is not None else \
+                "(no job)" if p.kind != "nobody" else "(nobody)"
+            g = out.get(acct) or out.setdefault(acct, Group("account", acct, acct, ""))
+        elif by == "host":
+            name = ld.hosts.get(p.host_id, f"host {p.host_id}") if p.host_id is not None \
+                else "(no host)"
+            g = out.get(name) or out.setdefault(name, Group("host", name, name, ""))
+        else:
+            g = out.get(p.fs) or out.setdefault(p.fs, Group("fs", p.fs, p.fs, ""))
+        g.add(p)
+    groups = list(out.values())
+    for g in groups:
+        if by in ("user", "account", "host", "fs"):
+            g.user = f"{len(g.jobs)} jobs"
+            g.nodes = len(g.hosts) or None
+    return groups
+
+
+def _job_line(ld: Load, p: Part) -> Group:
+    if p.kind == "job":
+        assert p.job is not None
+        m = ld.jobs.get(p.job)
+        uid = m.uid if m is not None and m.uid is not None else p.uid
+        return Group("job", p.job, m.jobid if m else str(p.job), _user(ld, uid),
+                     nodes=m.nodes if m else None, account=(m.account or "") if m else "",
+                     name=(m.name or "") if m else "", work_dir=(m.work_dir or "") if m else "")
+    if p.kind == "system":
+        return Group("system", p.host_id, "(system)",
+                     ld.hosts.get(p.host_id, f"host {p.host_id}") if p.host_id is not None
+                     else "-")
+    if p.kind == "nobody":
+        return Group("nobody", None, "(nobody)", "-")
+    return Group("user", p.uid, "(no job)", _user(ld, p.uid))
+
+
+def total(parts: Iterable[Part]) -> Group:
+    g = Group("total", None, "total", "")
+    for p in parts:
+        g.add(p)
+    return g
+
+
+def rank(groups: list[Group], sort: str = "write", *, minimum: float | None = None,
+         limit: int | None = None) -> list[Group]:
+    """Largest first by `sort` (ties: more bytes, then label); `minimum` drops groups below
+    it (in the unit of `sort` over the interval)."""
+    key = ALIASES.get(sort, sort)
+    if key not in DERIVED and key not in _IDX:
+        raise ValueError(f"unknown counter {sort!r}")
+    out = [g for g in groups if minimum is None or g.get(key) >= minimum]
+    out.sort(key=lambda g: (-g.get(key), -(g.get("write_bytes") + g.get("read_bytes")),
+                            g.label))
+    return out[:limit] if limit else out
+
