@@ -50,6 +50,7 @@ def record_from_hook_env(env: Mapping[str, str]) -> JobRecord:
         work_dir=env.get("SLURM_JOB_WORK_DIR") or None,
         submit_line=None,
         source="hook",
+        sluid=env.get("SLURM_JOB_SLUID") or None,  # 25.11+
     )
 
 
