@@ -31,9 +31,14 @@ def record_from_hook_env(env: Mapping[str, str]) -> JobRecord:
     array_id = env.get("SLURM_ARRAY_JOB_ID") or ""
     task = env.get("SLURM_ARRAY_TASK_ID") or ""
     is_task = array_id.isdigit() and task != ""
+    # a het-job component (24.11+ env; each component has its own raw id and hook run):
+    # sacct's display id is `leader+offset`
+    het, offset = env.get("SLURM_HET_JOB_ID") or "", env.get("SLURM_HET_JOB_OFFSET") or ""
+    jobid = (f"{array_id}_{task}" if is_task
+             else f"{het}+{offset}" if het.isdigit() and offset.isdigit() else str(job))
     return JobRecord(
         job=job,
-        jobid=f"{array_id}_{task}" if is_task else str(job),
+        jobid=jobid,
         array_job=int(array_id) if is_task else None,
         array_task=task if is_task else None,
         uid=_int(env.get("SLURM_JOB_UID")),

@@ -43,7 +43,7 @@ from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
 from tests.notify.smtp_sink import Sink, smtp_server
-from tests.slurm_fixtures import SlurmCluster, ensure_cluster
+from tests.slurm_fixtures import SlurmCluster, ensure_cluster, sacct_time
 
 pytestmark = [
     pytest.mark.pg,
@@ -318,6 +318,24 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
              "the hook's queue rows")
     assert {lab.queue()[j][1] for j in ran} == {"hook"}
     wait_for(lambda: not hookspool.pending(str(lab.spool)), 30, "the hook's spool to drain")
+    # what the hook alone stored (no sacct sync yet): start and end from the environment
+    # (23.02+) or from scontrol (22.05: the hook's child asks it after the spool is done),
+    # the SLUID from the environment (25.11+)
+    def hook_rows() -> dict | None:
+        with psycopg.connect(lab.dsn) as conn:
+            rows = {j: (s, e, sluid) for j, s, e, sluid in conn.execute(
+                "SELECT job, extract(epoch FROM start_time)::float8, "
+                "extract(epoch FROM end_time)::float8, sluid FROM job WHERE job = ANY(%s)",
+                (ran,))}
+        return rows if all(None not in rows[j][:2] for j in ran) else None
+
+    stored_times = wait_for(hook_rows, 30, "start and end in the hook's records")
+    sacct_end = {int(ln["JobIDRaw"]): ln["End"] for ln in lines}
+    for j in ran:
+        start, end, sluid = stored_times[j]
+        assert start is not None and end is not None and start <= end, (j, stored_times[j])
+        assert sacct_time(end) == sacct_end[j], j
+        assert (sluid is not None) == (c.version >= (25, 11)), (j, sluid)
 
     expected = collect_for(lab, ran, tmp_path / "reads1")
     report_until(lab, lambda: all(lab.queue().get(j, ("",))[0] == "sent" for j in ran)

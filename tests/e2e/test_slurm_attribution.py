@@ -66,6 +66,15 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
     code, out = jobio("--dsn", db_dsn, "show", "--json", *(i.jobid for i in infos))
     assert code == 0, out
     shown = {j["job"]: j for j in json.loads(out)}
+    # the SLUID, where the release has one (24.11+: asked from sacct by `jobs sync`)
+    if c.version >= (24, 11):
+        sluids = {int(ln["JobIDRaw"]): ln["SLUID"]
+                  for ln in c.sacct_lines(ids.values(), ["JobIDRaw", "SLUID"])}
+        assert {i.job: shown[i.job]["sluid"] for i in infos} == {
+            i.job: sluids[i.job] for i in infos}
+        assert all(s.startswith("s") for s in sluids.values())
+    else:
+        assert {shown[i.job]["sluid"] for i in infos} == {None}
     recovered_any = 0
     for i in infos:
         e, j = expected[i.job], shown[i.job]
