@@ -21,6 +21,7 @@ packages), a chroot ~40-90 s (debootstrap + packages, then cached); later calls 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -53,6 +54,11 @@ ACTIVE_STATES = frozenset({
     "PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED",
     "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
 })
+
+
+def leader(jobid: str) -> int:
+    """The job id an array task (`5_1`) or het-job component (`9+1`) was submitted as."""
+    return int(re.split(r"[_+]", jobid, maxsplit=1)[0])
 
 
 def sacct_time(t: float) -> str:
@@ -166,8 +172,8 @@ class SlurmCluster:
             lines = [dict(zip(fields, line.split("|"), strict=True))
                      for line in out.stdout.splitlines()[1:] if line]
             mine = [ln for ln in lines if int(ln["JobIDRaw"]) in ids
-                    or int(ln["JobID"].split("_")[0]) in ids]
-            seen = {int(ln["JobID"].split("_")[0]) for ln in mine} | {
+                    or leader(ln["JobID"]) in ids]
+            seen = {leader(ln["JobID"]) for ln in mine} | {
                 int(ln["JobIDRaw"]) for ln in mine}
             pending = [ln for ln in mine
                        if ln["State"].split()[0] in ACTIVE_STATES or ln["End"] == "Unknown"]

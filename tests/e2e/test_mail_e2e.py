@@ -291,6 +291,8 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
         "single": c.submit("alice", ["-J", "mail-single", "-N1", "--wrap", "sleep 4"]),
         "multi": c.submit("bob", ["-J", "mail-multi", "-N2", "--wrap", "sleep 4"]),
         "array": c.submit("alice", ["-J", "mail-array", "--array=1-2", "--wrap", "sleep 4"]),
+        # two components, each its own job end: own raw id, own hook run, own mail
+        "het": c.submit("alice", ["-J", "mail-het", "-N1", ":", "-N1", "--wrap", "sleep 4"]),
     }
     c.wait_running(submitted["single"])
     c.wait_running(submitted["multi"])
@@ -305,7 +307,8 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
     ids = raw_ids(lines)
     held = submitted["held"]
     ran = sorted(j for j in ids if j != held)
-    assert len(ran) == 4  # single, multi, two array tasks (each its own raw id and hook)
+    assert len(ran) == 6  # single, multi, two array tasks, two het components (each its own
+    # raw id and hook run)
     user = {int(ln["JobIDRaw"]): ("bob" if ln["JobID"] in (str(submitted["multi"]),
                                                            str(held)) else "alice")
             for ln in lines}
