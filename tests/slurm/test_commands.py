@@ -57,3 +57,18 @@ def test_sacct_records_carry_the_sluid_where_the_release_has_one(slurm_cluster):
     since = (records[0].submit or 0) - 60
     synced = [r for r in SacctSource(slurm=slurm).jobs(since, None) if r.job == job]
     assert [r.sluid for r in synced] == [records[0].sluid]
+
+
+def test_the_config_names_the_commands_every_caller_uses(tmp_path):
+    from slurm_io import config
+    from slurm_io.notify.reporter import ReporterSettings
+
+    path = tmp_path / "c.toml"
+    path.write_text("[slurm]\nsacct = '/opt/slurm/bin/sacct'\n"
+                    "scontrol = '/opt/slurm/bin/scontrol'\n")
+    cfg = config.load(path)
+    slurm = Slurm.from_config(cfg)
+    assert (slurm.sacct, slurm.scontrol) == ("/opt/slurm/bin/sacct", "/opt/slurm/bin/scontrol")
+    assert ReporterSettings.from_config(cfg).sacct == "/opt/slurm/bin/sacct"
+    default = Slurm.from_config(config.Config())
+    assert (default.sacct, default.scontrol) == ("/usr/bin/sacct", "/usr/bin/scontrol")
