@@ -69,6 +69,10 @@ class Config:
     report_sweep_hours: float = 6.0
     report_max_attempts: int = 8
     report_retry_base: float = 60.0
+    # Slurm's commands (docs/jobs.md): absolute paths, hooks and timers run without PATH.
+    # sacct None: pyslurm when importable, else /usr/bin/sacct (jobs sync).
+    sacct: str | None = None
+    scontrol: str = "/usr/bin/scontrol"
     # LASSi metrics (docs/views.md): risk scaling factor a, baseline window in days
     lassi_a: float = 2.0
     lassi_baseline_days: int = 7
@@ -157,6 +161,8 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "report.retry_base": ("report_retry_base", float),
     "mail.smtp_host": ("mail_host", str),  # aliases of mail.host/port (`jobio daily`)
     "mail.smtp_port": ("mail_port", int),
+    "slurm.sacct": ("sacct", str),
+    "slurm.scontrol": ("scontrol", str),
     "lassi.a": ("lassi_a", float),
     "lassi.baseline_days": ("lassi_baseline_days", int),
     "exporter.listen": ("exporter_listen", str),

@@ -233,3 +233,5 @@ class JobRecord(NamedTuple):
     work_dir: str | None
     submit_line: str | None
     source: str  # "sacct", "hook", "pyslurm", "import"
+    # Slurm's unique id of the job run (SLUID, 25.11+ hook env; 24.11+ text sacct); None before
+    sluid: str | None = None

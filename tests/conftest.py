@@ -115,7 +115,11 @@ def empty_db_dsn(pg_dsn: str) -> Iterator[str]:
     yield from _fresh_database(pg_dsn, "template0")
 
 
-from tests.slurm_fixtures import slurm_cluster  # noqa: E402, F401
+from tests.slurm_fixtures import (  # noqa: E402, F401
+    host_slurm_cluster,
+    slurm_cluster,
+    slurm_release,
+)
 
 # -- skips are failures where everything can be set up ------------------------------------
 # scripts/test.sh (the README's test command, and CI's) installs PostgreSQL, Slurm, Chromium

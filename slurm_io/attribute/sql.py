@@ -54,6 +54,7 @@ class JobInfo(NamedTuple):
     exit_code: str | None
     work_dir: str | None
     submit_line: str | None
+    sluid: str | None = None  # Slurm 24.11+ (sacct), 25.11+ (hook env)
 
     @property
     def window(self) -> JobWindow:
@@ -88,12 +89,12 @@ def delta_rows(cur: psycopg.Cursor) -> list[DeltaRow]:
 
 _JOB_COLS = ("job, jobid, uid, user_name, account, partition, name, nodes, "
              "extract(epoch FROM start_time)::float8, extract(epoch FROM end_time)::float8, "
-             "state, exit_code, work_dir, submit_line")
+             "state, exit_code, work_dir, submit_line, sluid")
 
 
 def _info(r: tuple) -> JobInfo:
     return JobInfo(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7] or ()), r[8], r[9],
-                   r[10], r[11], r[12], r[13])
+                   r[10], r[11], r[12], r[13], r[14])
 
 
 def find_jobs(conn: psycopg.Connection, spec: str) -> list[JobInfo]:

@@ -62,6 +62,7 @@ def record_from_hook_env(env: Mapping[str, str]) -> JobRecord:
         work_dir=_value(env, "SLURM_JOB_WORK_DIR"),
         submit_line=None,
         source="hook",
+        sluid=_value(env, "SLURM_JOB_SLUID"),  # 25.11+
     )
 
 

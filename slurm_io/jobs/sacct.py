@@ -45,6 +45,9 @@ SACCT_FIELDS: tuple[str, ...] = (
     "JobID", "JobIDRaw", "JobName", "User", "UID", "Account", "Partition", "State",
     "ExitCode", "Submit", "Start", "End", "NNodes", "NodeList", "WorkDir", "SubmitLine",
 )
+# The same for a sacct that knows SLUID (24.11+; 22.05 refuses an unknown field): before the
+# free text, so that SubmitLine stays last.
+SACCT_FIELDS_SLUID: tuple[str, ...] = (*SACCT_FIELDS[:-1], "SLUID", SACCT_FIELDS[-1])
 
 # Columns whose text a user chooses: sacct -P prints them as they are, `|` and newlines too.
 FREE_TEXT: frozenset[str] = frozenset({
@@ -275,6 +278,7 @@ class _RecordParser:
             work_dir=fields.slurm_text(get("WorkDir")),
             submit_line=fields.free_text(get("SubmitLine")),
             source=self.source,
+            sluid=get("SLUID"),  # 24.11+ (SACCT_FIELDS_SLUID)
         )
         warning = None
         n_nodes = get("NNodes")

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
-import subprocess
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from slurm_io.jobs import fields
 from slurm_io.jobs.nodes import NodeListError, expand_nodes
-from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct_text
+from slurm_io.jobs.sacct import parse_sacct_text
 from slurm_io.model import JobRecord
+from slurm_io.slurm import Slurm, SlurmError
 from slurm_io.store.problems import Problem
 
 log = logging.getLogger(__name__)
@@ -45,50 +44,41 @@ def sacct_time(t: float) -> str:
 
 
 class SacctSource:
-    """`sacct -a -X -P --format=<SACCT_FIELDS> -S .. -E ..`, parsed by parse_sacct.
+    """`sacct -a -X -P --format=<fields> -S .. -E ..`, parsed by parse_sacct.
 
-    An absolute path by default: controller-side hooks and timers run with no or a minimal
-    PATH. No shell is involved. SLURM_TIME_FORMAT is forced to `standard` so that a site's
-    or user's setting cannot change the printed times. Lines sacct printed but we could not
-    read are logged and kept in `problems` (the rest is still returned).
+    sacct runs through the Slurm seam (slurm_io.slurm): an absolute path (controller-side
+    hooks and timers run with no or a minimal PATH), no shell, SLURM_TIME_FORMAT=standard, and
+    the fields the release knows (SLUID from 24.11). Lines sacct printed but we could not read
+    are logged and kept in `problems` (the rest is still returned).
     """
 
     def __init__(self, sacct: str = DEFAULT_SACCT, *, timeout: float = 600.0,
-                 env: Mapping[str, str] | None = None) -> None:
-        self.sacct = sacct
+                 env: Mapping[str, str] | None = None, slurm: Slurm | None = None) -> None:
+        self.slurm = slurm or Slurm(sacct=sacct, timeout=timeout, env=env)
+        self.sacct = self.slurm.sacct
         self.timeout = timeout
-        self.env = dict(os.environ if env is None else env)
-        self.env["SLURM_TIME_FORMAT"] = "standard"
         self.problems: list[str] = []
         self.refused: list[Problem] = []  # the lines behind `problems` that were skipped
 
+    def window(self, since: float | None, until: float | None) -> tuple[str, str]:
+        return (EPOCH_START if since is None else sacct_time(since),
+                "now" if until is None else sacct_time(until))
+
     def command(self, since: float | None, until: float | None) -> list[str]:
-        return [
-            self.sacct, "-a", "-X", "-P", f"--format={','.join(SACCT_FIELDS)}",
-            "-S", EPOCH_START if since is None else sacct_time(since),
-            "-E", "now" if until is None else sacct_time(until),
-        ]
+        """The command line (for messages)."""
+        start, end = self.window(since, until)
+        return [self.sacct, "-a", "-X", "-P",
+                f"--format={','.join(self.slurm.sacct_fields())}", "-S", start, "-E", end]
+
+    def text(self, since: float | None, until: float | None) -> str:
+        return self.slurm.sacct_jobs(self.window(since, until), timeout=self.timeout)
 
     def jobs(self, since: float | None, until: float | None) -> list[JobRecord]:
-        argv = self.command(since, until)
         try:
-            # surrogateescape: a job name or work dir may hold any byte but NUL; parse_sacct
-            # cleans them (slurm_io.text), a strict decode would fail the whole run
-            proc = subprocess.run(argv, capture_output=True, text=True, env=self.env,
-                                  encoding="utf-8", errors="surrogateescape",
-                                  timeout=self.timeout, check=False)
-        except FileNotFoundError as e:
-            raise SourceError(f"{self.sacct}: not found (give the path with --sacct)") from e
-        except PermissionError as e:
-            raise SourceError(f"{self.sacct}: not executable: {e}") from e
-        except subprocess.TimeoutExpired as e:
-            raise SourceError(f"sacct did not finish within {self.timeout:.0f} s") from e
-        if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
-            raise SourceError(f"sacct failed (exit {proc.returncode}): "
-                              f"{detail[-1] if detail else 'no message'}; command: "
-                              f"{' '.join(argv)}")
-        read = parse_sacct_text(proc.stdout, source="sacct")
+            text = self.text(since, until)
+        except SlurmError as e:
+            raise SourceError(str(e)) from e
+        read = parse_sacct_text(text, source="sacct")
         records, self.problems, self.refused = read.jobs, read.messages, read.refused
         if self.refused:  # one line per run; the lines are in the quarantine
             log.warning("sacct output: %d line(s) refused (jobio problems), the first: %s",
@@ -182,10 +172,9 @@ def pyslurm_available() -> bool:
 def default_source(config: Any = None, *, sacct: str | None = None) -> JobSource:
     """pyslurm when importable, else sacct; an explicit `sacct` path always means sacct.
 
-    `config` may carry a `sacct` attribute (path); the Config of this release has none, so
-    the default path is used.
+    `config` carries `[slurm] sacct` (path, None by default) and `scontrol`.
     """
     path = sacct or getattr(config, "sacct", None)
     if path is None and pyslurm_available():
         return PyslurmSource()
-    return SacctSource(path or DEFAULT_SACCT)
+    return SacctSource(slurm=Slurm.from_config(config, sacct=path))

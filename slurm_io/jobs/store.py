@@ -41,7 +41,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     ("uid", "int4"), ("user_name", "text"), ("account", "text"), ("partition", "text"),
     ("name", "text"), ("nodes", "text[]"), ("submit", "float8"), ("start_time", "float8"),
     ("end_time", "float8"), ("state", "text"), ("exit_code", "text"), ("work_dir", "text"),
-    ("submit_line", "text"), ("source", "text"),
+    ("submit_line", "text"), ("source", "text"), ("sluid", "text"),
 )
 _TIMES = frozenset({"submit", "start_time", "end_time"})
 # States after which sacct's record of a job no longer changes (on its own).

@@ -41,6 +41,7 @@ from slurm_io.mail.recipients import (
 from slurm_io.mail.view import JobView, Thresholds, build_view
 from slurm_io.paths import templates_dir
 from slurm_io.report.show import job_report
+from slurm_io.slurm import Slurm
 
 TEXT_TEMPLATE = "job_report.txt.j2"
 HTML_TEMPLATE = "job_report.html.j2"
@@ -110,7 +111,8 @@ class MailBuilder:
                  clock: Callable[[], float] = time.time) -> None:
         self.settings = MailSettings.from_config(config)
         if lookup is None:
-            lookup = SlurmMailLookup() if self.settings.slurm_lookup else (lambda job: None)
+            lookup = (SlurmMailLookup(slurm=Slurm.from_config(config, timeout=15.0))
+                      if self.settings.slurm_lookup else (lambda job: None))
         self.lookup = lookup
         self.clock = clock
         self.env = template_env(self.settings.template_dir)

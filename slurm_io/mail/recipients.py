@@ -18,10 +18,11 @@ Whether: the site policy (`[mail] policy`), then the user's `jobio mail off` opt
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from slurm_io.slurm import Slurm
 
 POLICIES = ("all", "mail_type_end", "above_size", "off")
 DEFAULT_POLICY = "above_size"
@@ -167,26 +168,18 @@ def _size(n: int) -> str:
 
 
 class SlurmMailLookup:
-    """Ask Slurm for a job's MailUser/MailType: scontrol while the job is in slurmctld's
-    memory, else sacct where it has the fields. None when neither knows (or runs)."""
+    """Ask Slurm (through the seam, slurm_io.slurm) for a job's MailUser/MailType: scontrol
+    while the job is in slurmctld's memory, else sacct where it has the fields. None when
+    neither knows (or runs)."""
 
-    def __init__(self, scontrol: str = "scontrol", sacct: str = "sacct",
-                 timeout: float = 15.0) -> None:
-        self.scontrol, self.sacct, self.timeout = scontrol, sacct, timeout
-
-    def _run(self, argv: list[str]) -> str | None:
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout,
-                               check=False, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return p.stdout if p.returncode == 0 else None
+    def __init__(self, scontrol: str = "/usr/bin/scontrol", sacct: str = "/usr/bin/sacct",
+                 timeout: float = 15.0, *, slurm: Slurm | None = None) -> None:
+        self.slurm = slurm or Slurm(sacct=sacct, scontrol=scontrol, timeout=timeout)
 
     def __call__(self, job: int) -> SlurmMail | None:
-        out = self._run([self.scontrol, "show", "job", "-o", str(int(job))])
+        out = self.slurm.show_job(job)
         found = parse_scontrol(out) if out else None
         if found is not None:
             return found
-        out = self._run([self.sacct, "-X", "-n", "-P", "-j", str(int(job)),
-                         "-o", "JobIDRaw,MailUser,MailType"])
+        out = self.slurm.sacct_mail(job)
         return parse_sacct(out) if out else None

@@ -19,6 +19,10 @@ broken (database, config, disk, Slurm). Hence:
    spooled and the reporter ingests it at its next pass.
 4. The hook itself exits 0 right after the fork: it never waits for the database, never
    calls sacct, and catches everything, a broken config included.
+5. Releases before 23.02 (22.05) put no start/end time in the environment: the child (not
+   the hook) asks `scontrol show job -o` (`[slurm] scontrol`) while the job is still in
+   slurmctld's memory, and stores the job with those times; sacct's final record comes
+   later anyway (docs/hook.md, "Slurm releases").
 
 The spool write failing (full disk, wrong permissions) is the one case where the record
 lives only in the child's memory; it still tries the database, and the reporter's sweep
@@ -60,6 +64,8 @@ CONFIG_ENV = "SLURM_IO_CONFIG"
 SYSTEM_CONFIG = "/etc/slurm-io/config.toml"
 DSN_ENV = "SLURM_IO_DSN"
 DEFAULT_DB_TIMEOUT = 20.0
+DEFAULT_SCONTROL = "/usr/bin/scontrol"
+TIMES = ("SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME")  # 23.02+
 
 
 class _Settings:
@@ -71,6 +77,7 @@ class _Settings:
         self.db_timeout = DEFAULT_DB_TIMEOUT
         self.dsn: str | None = None
         self.state_dir: str | None = None
+        self.scontrol = DEFAULT_SCONTROL
         self.config_ok = False
         path = os.environ.get(CONFIG_ENV) or (SYSTEM_CONFIG if os.path.exists(SYSTEM_CONFIG)
                                               else None)
@@ -86,6 +93,9 @@ class _Settings:
             db_timeout = hook.get("db_timeout", DEFAULT_DB_TIMEOUT)
             dsn = os.environ.get(DSN_ENV) or data.get("dsn")
             state_dir = data.get("state_dir")
+            scontrol = data.get("slurm", {}).get("scontrol", DEFAULT_SCONTROL)
+            if not isinstance(scontrol, str):
+                raise ValueError("[slurm] scontrol is not a path")
             if not (isinstance(hook, dict) and isinstance(spool_dir, str)
                     and isinstance(db_timeout, int | float) and not isinstance(db_timeout, bool)
                     and isinstance(dsn, str | None) and isinstance(state_dir, str | None)):
@@ -98,6 +108,7 @@ class _Settings:
         self.db_timeout = float(db_timeout)
         self.dsn = dsn or None
         self.state_dir = state_dir
+        self.scontrol = scontrol
         self.config_ok = True
 
 
@@ -155,12 +166,49 @@ def run(env: dict[str, str], *, fork: bool = True) -> str:
         return outcome
     if not fork:
         _drain(settings, memory)
+        _add_times(settings, slurm_env, hook_time)
         return outcome + "+db"
-    _spawn(settings, memory)
+    _spawn(settings, memory, slurm_env, hook_time)
     return outcome
 
 
-def _spawn(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> None:
+def _add_times(settings: _Settings, env: dict[str, str], hook_time: float) -> None:
+    """Store the job again with the start and end time from scontrol when the release put
+    none in the environment (22.05). In the background child, after the spool is handled:
+    scontrol is an RPC to slurmctld, for neither the hook's budget nor the spool's drain;
+    the upsert only fills the times in (the queue row exists already)."""
+    if all(env.get(k) for k in TIMES):
+        return
+    import subprocess
+
+    from slurm_io.slurm.scontrol import job_times
+
+    job = int(env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or 0)
+    try:
+        out = subprocess.run([settings.scontrol, "show", "job", "-o", str(job)],
+                             capture_output=True, text=True, check=False, timeout=5,
+                             stdin=subprocess.DEVNULL,
+                             env={"SLURM_TIME_FORMAT": "standard", **{
+                                 k: v for k, v in os.environ.items() if k == "SLURM_CONF"}}
+                             ).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        _log(f"job {job}: no start/end time from {settings.scontrol}: {e}")
+        return
+    start, end = job_times(out, job)
+    if start is None and end is None:
+        return
+    times = {k: str(int(v)) for k, v in zip(TIMES, (start, end), strict=True) if v}
+    from slurm_io.notify import hookspool
+
+    conn = _connect(settings)
+    try:
+        hookspool.store_request(conn, {**env, **times}, hook_time, source="hook")
+    finally:
+        conn.close()  # type: ignore[attr-defined]
+
+
+def _spawn(settings: _Settings, memory: tuple[dict[str, str], float] | None,
+           env: dict[str, str], hook_time: float) -> None:
     """Fork the detached, deadline-bound child that does the database part."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -183,6 +231,7 @@ def _spawn(settings: _Settings, memory: tuple[dict[str, str], float] | None) -> 
         signal.alarm(max(1, int(settings.db_timeout + 0.999)))
         os.nice(10)  # the next hooks, not this child, are the ones with a deadline
         _drain(settings, memory)
+        _add_times(settings, env, hook_time)
     except BaseException as e:
         _log(f"background database attempt failed: {type(e).__name__}: {e}")
     finally:

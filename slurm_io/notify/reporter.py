@@ -71,6 +71,10 @@ class SacctJobsSource(SacctSource):
     def command(self, since: float | None, until: float | None) -> list[str]:
         return [*super().command(since, until), "-j", ",".join(map(str, self.job_ids))]
 
+    def text(self, since: float | None, until: float | None) -> str:
+        return self.slurm.sacct_jobs(self.window(since, until), self.job_ids,
+                                     timeout=self.timeout)
+
 
 @dataclass(frozen=True)
 class ReporterSettings:
@@ -96,7 +100,8 @@ class ReporterSettings:
                 max_wait=cfg.report_max_wait, sweep_every=cfg.report_sweep_every,
                 sweep_hours=cfg.report_sweep_hours, max_attempts=cfg.report_max_attempts,
                 retry_base=cfg.report_retry_base, resolution=cfg.interval, sender=sender,
-                message_id_domain=domain, lease=2 * cfg.mail_timeout + 120)
+                message_id_domain=domain, lease=2 * cfg.mail_timeout + 120,
+                sacct=cfg.sacct or DEFAULT_SACCT)
         return replace(s, **{k: v for k, v in overrides.items() if v is not None})
 
 

@@ -55,6 +55,7 @@ def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = N
     return {
         "jobid": info.jobid,
         "job": info.job,
+        "sluid": info.sluid,
         "user": info.user,
         "uid": info.uid,
         "account": info.account,

@@ -5,14 +5,21 @@ them and collected, `jobio report-daemon --once` runs until done and a real SMTP
 database is stopped, a job runs, the hook still exits 0 (its spool keeps the job), and the
 job is mailed once the database is back.
 
+Once per Slurm release (tests/slurm_fixtures.py). In the 24.11 / 26.05 chroots the hook runs
+inside the chroot, with the chroot's Python and Debian's python3-psycopg/python3-hostlist
+(installed by setup-slurm-chroot.sh) and a copy of the hook and slurm_io; the test's directory
+(database socket, hook spool, config, stopwatch log) is bind-mounted at the same path inside
+the chroot, so the hook reaches the host's test PostgreSQL by its unix socket. The host side
+(report daemon, sacct/scontrol lookups) uses the chroot's commands through `[slurm]` paths.
+
 The testbed is one per machine: while this test runs, every job's EpilogSlurmctld is this
 hook; the fixture puts the testbed's own hook back at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import pwd
 import shutil
 import statistics
 import subprocess
@@ -36,7 +43,7 @@ from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
 from tests.notify.smtp_sink import Sink, smtp_server
-from tests.slurm_fixtures import SlurmCluster, ensure_cluster
+from tests.slurm_fixtures import SlurmCluster, ensure_cluster, sacct_time
 
 pytestmark = [
     pytest.mark.pg,
@@ -65,8 +72,7 @@ def hook_install(stage: Path) -> tuple[str, str | None, Path]:
     and the hook's dependencies in `stage`, which slurm can read.
     """
     # what the hook and its background child import (the child ingests the job: hostlist)
-    probe = ["-P", "-c", "import psycopg, hostlist, slurm_io.notify.hook, "
-             "slurm_io.notify.hookspool"]
+    probe = PROBE
     if _as_slurm([sys.executable, *probe]) and _as_slurm(["/bin/test", "-r", str(HOOK)]):
         return sys.executable, None, HOOK
     candidates = [c for c in ("/usr/bin/python3", f"/usr/bin/python{sys.version_info[0]}."
@@ -85,12 +91,30 @@ def hook_install(stage: Path) -> tuple[str, str | None, Path]:
                          f"(tried {candidates} with this checkout and a copy in {stage})")
 
 
-def _stage(stage: Path) -> Path:
+PROBE = ["-P", "-c", "import psycopg, hostlist, slurm_io.notify.hook, slurm_io.notify.hookspool"]
+
+
+def chroot_hook_install(c: SlurmCluster, stage: Path) -> tuple[str, str | None, Path]:
+    """The hook inside the cluster's chroot: the chroot's python3 with Debian's psycopg and
+    hostlist, and a copy of the hook and slurm_io in `stage` (a path that is the same inside
+    the chroot: the test's directory is bind-mounted there)."""
+    _stage(stage, site_packages=False)
+    python = "/usr/bin/python3"
+    proc = c.run(["runuser", "-u", "slurm", "--", "/usr/bin/env", "-i", f"PYTHONPATH={stage}",
+                  python, *PROBE], check=False)
+    assert proc.returncode == 0, f"the chroot's Python cannot run the hook: {proc.stderr}"
+    return python, str(stage), stage / "epilog" / "jobio-epilog"
+
+
+def _stage(stage: Path, *, site_packages: bool = True) -> Path:
     """Copy the hook, slurm_io and the hook's dependencies (psycopg with typing_extensions,
     python-hostlist) where slurm can read them."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(REPO / "epilog", stage / "epilog", ignore=ignore)
     shutil.copytree(REPO / "slurm_io", stage / "slurm_io", ignore=ignore)
+    if not site_packages:
+        _readable(stage)
+        return stage
     purelib = Path(sysconfig.get_paths()["purelib"])
     site = stage / "site"
     site.mkdir()
@@ -100,16 +124,21 @@ def _stage(stage: Path) -> Path:
                 shutil.copytree(item, site / item.name, ignore=ignore)
             else:
                 shutil.copy2(item, site / item.name)
-    for d in [stage, *stage.rglob("*")]:  # readable (and directories searchable) by all
-        os.chmod(d, d.stat().st_mode | 0o444 | (0o111 if d.is_dir() else 0))
+    _readable(stage)
     return site
+
+
+def _readable(top: Path) -> None:
+    for d in [top, *top.rglob("*")]:  # readable (and directories searchable) by all
+        os.chmod(d, d.stat().st_mode | 0o444 | (0o111 if d.is_dir() else 0))
 
 
 class MailLab:
     """The hook's installation for the testbed, its database and the SMTP server."""
 
-    def __init__(self, root: Path, sink: Sink, port: int) -> None:
+    def __init__(self, root: Path, sink: Sink, port: int, cluster: SlurmCluster) -> None:
         self.root = root
+        self.cluster = cluster
         self.sink = sink
         self.port = port
         self.server = EmbeddedPostgres(root / "db")
@@ -120,8 +149,8 @@ class MailLab:
             conn.execute("CREATE ROLE slurm LOGIN IN ROLE jobio_collector")
         self.spool = root / "spool"
         self.spool.mkdir(mode=0o770)
-        slurm = pwd.getpwnam("slurm")
-        os.chown(self.spool, slurm.pw_uid, slurm.pw_gid)
+        slurm = cluster.uid("slurm")  # the hook's user: the cluster's SlurmUser
+        os.chown(self.spool, slurm, slurm)
         etc = root / "hook"
         etc.mkdir(mode=0o755)
         self.times = etc / "times.log"
@@ -134,7 +163,16 @@ class MailLab:
             f"[mail]\nhost = '127.0.0.1'\nport = {port}\ndomain = {DOMAIN!r}\n"
             f"from = 'jobio@{DOMAIN}'\npolicy = 'all'\n")
         os.chmod(self.config, 0o644)
-        python, pythonpath, hook = hook_install(etc / "install")
+        # the host side (report daemon, lookups) talks to the cluster through these commands;
+        # the hook (inside a chroot) reads the config above, whose defaults are the chroot's
+        self.host_config = etc / "host-config.toml"
+        self.host_config.write_text(
+            self.config.read_text() + f"[slurm]\nsacct = {cluster.command('sacct')!r}\n"
+            f"scontrol = {cluster.command('scontrol')!r}\n")
+        if cluster.chroot is None:
+            python, pythonpath, hook = hook_install(etc / "install")
+        else:
+            python, pythonpath, hook = chroot_hook_install(cluster, etc / "install")
         self.wrapper = etc / "jobio-epilog-timed"
         lines = ["#!/bin/sh", "# generated by tests/e2e/test_mail_e2e.py: the site wrapper "
                  "of docs/hook.md, plus a stopwatch",
@@ -169,16 +207,33 @@ class MailLab:
                 "SELECT job, state, source, note FROM report_queue")}
 
 
+@contextlib.contextmanager
+def visible_in(cluster: SlurmCluster, path: Path) -> Iterator[None]:
+    """`path` at the same path inside the cluster's chroot (a bind mount), if it has one."""
+    if cluster.chroot is None:
+        yield
+        return
+    target = cluster.host_path(path)
+    target.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "--bind", str(path), str(target)], check=True)
+    try:
+        yield
+    finally:
+        if subprocess.run(["umount", str(target)], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", str(target)], check=False)
+
+
 @pytest.fixture
-def mail_lab(pg_tmp_path: Path) -> Iterator[tuple[MailLab, SlurmCluster]]:
-    with smtp_server() as (sink, port):
-        lab = MailLab(pg_tmp_path, sink, port)
+def mail_lab(pg_tmp_path: Path, slurm_release: str) -> Iterator[tuple[MailLab, SlurmCluster]]:
+    cluster = ensure_cluster(slurm_release)
+    with smtp_server() as (sink, port), visible_in(cluster, pg_tmp_path):
+        lab = MailLab(pg_tmp_path, sink, port, cluster)
         try:
-            cluster = ensure_cluster(HOOK_EPILOG_SLURMCTLD=str(lab.wrapper))
+            cluster = ensure_cluster(slurm_release, HOOK_EPILOG_SLURMCTLD=str(lab.wrapper))
             yield lab, cluster
         finally:
             try:
-                ensure_cluster()  # the testbed's own EpilogSlurmctld again
+                ensure_cluster(slurm_release)  # the testbed's own EpilogSlurmctld again
             finally:
                 lab.server.stop()
 
@@ -203,7 +258,8 @@ def raw_ids(lines: list[dict[str, str]]) -> dict[int, str]:
 
 
 def collect_for(lab: MailLab, jobs: list[int], reads: Path) -> dict:
-    records = fill_uids(SacctJobsSource(jobs).jobs(None, None))
+    sacct = lab.cluster.command("sacct")
+    records = fill_uids(SacctJobsSource(jobs, sacct).jobs(None, None))
     expected = reads_for_jobs([r for r in records if r.job in set(jobs)], reads)
     code, out = jobio("--dsn", lab.dsn, "--state-dir", str(lab.state), "collect",
                       "--from", str(reads))
@@ -226,7 +282,7 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
         mail_lab, tmp_path, monkeypatch, capsys):
     lab, c = mail_lab
     monkeypatch.setenv("SLURM_CONF", c.env["SLURM_CONF"])
-    monkeypatch.setenv("SLURM_IO_CONFIG", str(lab.config))
+    monkeypatch.setenv("SLURM_IO_CONFIG", str(lab.host_config))
     # the product's own mail (slurm_io.mail.builder), every job mailed (policy all)
     monkeypatch.delenv("SLURM_IO_MAIL_BUILDER", raising=False)
 
@@ -235,6 +291,8 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
         "single": c.submit("alice", ["-J", "mail-single", "-N1", "--wrap", "sleep 4"]),
         "multi": c.submit("bob", ["-J", "mail-multi", "-N2", "--wrap", "sleep 4"]),
         "array": c.submit("alice", ["-J", "mail-array", "--array=1-2", "--wrap", "sleep 4"]),
+        # two components, each its own job end: own raw id, own hook run, own mail
+        "het": c.submit("alice", ["-J", "mail-het", "-N1", ":", "-N1", "--wrap", "sleep 4"]),
     }
     c.wait_running(submitted["single"])
     c.wait_running(submitted["multi"])
@@ -249,7 +307,8 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
     ids = raw_ids(lines)
     held = submitted["held"]
     ran = sorted(j for j in ids if j != held)
-    assert len(ran) == 4  # single, multi, two array tasks (each its own raw id and hook)
+    assert len(ran) == 6  # single, multi, two array tasks, two het components (each its own
+    # raw id and hook run)
     user = {int(ln["JobIDRaw"]): ("bob" if ln["JobID"] in (str(submitted["multi"]),
                                                            str(held)) else "alice")
             for ln in lines}
@@ -262,6 +321,24 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
              "the hook's queue rows")
     assert {lab.queue()[j][1] for j in ran} == {"hook"}
     wait_for(lambda: not hookspool.pending(str(lab.spool)), 30, "the hook's spool to drain")
+    # what the hook alone stored (no sacct sync yet): start and end from the environment
+    # (23.02+) or from scontrol (22.05: the hook's child asks it after the spool is done),
+    # the SLUID from the environment (25.11+)
+    def hook_rows() -> dict | None:
+        with psycopg.connect(lab.dsn) as conn:
+            rows = {j: (s, e, sluid) for j, s, e, sluid in conn.execute(
+                "SELECT job, extract(epoch FROM start_time)::float8, "
+                "extract(epoch FROM end_time)::float8, sluid FROM job WHERE job = ANY(%s)",
+                (ran,))}
+        return rows if all(None not in rows[j][:2] for j in ran) else None
+
+    stored_times = wait_for(hook_rows, 30, "start and end in the hook's records")
+    sacct_end = {int(ln["JobIDRaw"]): ln["End"] for ln in lines}
+    for j in ran:
+        start, end, sluid = stored_times[j]
+        assert start is not None and end is not None and start <= end, (j, stored_times[j])
+        assert sacct_time(end) == sacct_end[j], j
+        assert (sluid is not None) == (c.version >= (25, 11)), (j, sluid)
 
     expected = collect_for(lab, ran, tmp_path / "reads1")
     report_until(lab, lambda: all(lab.queue().get(j, ("",))[0] == "sent" for j in ran)
@@ -304,6 +381,6 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
     assert len(by_job[down]) == 1 and by_job[down][0].rcpt_tos == [f"bob@{DOMAIN}"]
     assert all(len(by_job[j]) == 1 for j in [*ran, down])
     with capsys.disabled():
-        print(f"\n[EpilogSlurmctld jobio-epilog under slurmctld] database up: "
+        print(f"\n[EpilogSlurmctld jobio-epilog under slurmctld {c.release}] database up: "
               f"{', '.join(f'{t:.0f}' for t in up)} ms (median {statistics.median(up):.0f}); "
               f"database down: {runs[down][1]:.0f} ms")

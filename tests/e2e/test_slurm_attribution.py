@@ -1,11 +1,11 @@
 """End to end on real parts: real Slurm jobs of two users, job_stats reads generated for
 their nodes and times (with `:uid:host` entries), the real collector, `jobio jobs sync`,
-and `jobio show --json` checked against the generated I/O."""
+and `jobio show --json` checked against the generated I/O; once per Slurm release (22.05 on
+the host, 24.11 and 26.05 in chroots: tests/slurm_fixtures.py)."""
 
 from __future__ import annotations
 
 import json
-import pwd
 import time
 
 import psycopg
@@ -34,21 +34,30 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
         "failed": c.submit("bob", ["-J", "failed", "--wrap", "sleep 5; exit 3"]),
         "array": c.submit("alice", ["-J", "arr", "--array=1-3", "--wrap", "sleep 5"]),
         "cancelled": c.submit("bob", ["-J", "cancelled", "--wrap", "sleep 120"]),
+        # a heterogeneous job: two components, each with its own raw id (Lustre's %j)
+        "het": c.submit("alice", ["-J", "het", "-N1", ":", "-N2", "--wrap", "sleep 6"]),
     }
     c.wait_running(ids["cancelled"])
     time.sleep(5)
     c.cancel("bob", ids["cancelled"])
-    c.wait_finished(ids.values())
+    lines = c.wait_finished(ids.values())
+    het_raw = sorted(int(ln["JobIDRaw"]) for ln in lines if ln["JobID"].startswith(
+        f"{ids['het']}+"))
+    assert len(het_raw) == 2 and het_raw[0] == ids["het"]
 
-    code, out = jobio("--dsn", db_dsn, "jobs", "sync", "--since", str(int(t_submit - 60)))
+    code, out = jobio("--dsn", db_dsn, "jobs", "sync", "--since", str(int(t_submit - 60)),
+                      "--sacct", c.command("sacct"))
     assert code == 0, out
     with psycopg.connect(db_dsn) as conn:
-        infos = [i for spec in ids.values() for i in find_jobs(conn, str(spec))]
+        specs = [*(v for k, v in ids.items() if k != "het"), *het_raw]
+        infos = [i for spec in specs for i in find_jobs(conn, str(spec))]
         states = {i.jobid: i.state for i in infos}
-    assert len(infos) == 4 + 3  # the array's three tasks
+    assert len(infos) == 4 + 3 + 2  # the array's three tasks, the het job's two components
+    assert {i.jobid for i in infos if i.job in het_raw} == {f"{ids['het']}+0",
+                                                           f"{ids['het']}+1"}
     assert states[str(ids["failed"])] == "FAILED"
     assert states[str(ids["cancelled"])] == "CANCELLED"
-    assert {i.uid for i in infos} == {pwd.getpwnam("alice").pw_uid, pwd.getpwnam("bob").pw_uid}
+    assert {i.uid for i in infos} == {c.uid("alice"), c.uid("bob")}
 
     from slurm_io.model import JobRecord
 
@@ -62,9 +71,20 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
 
     with_io = [i for i in infos if expected[i.job].write_bytes]
     assert len(with_io) == len(infos)  # every job ran long enough for whole read intervals
-    code, out = jobio("--dsn", db_dsn, "show", "--json", *(i.jobid for i in infos))
+    # (a het component by its raw id: the CLI's `L+o` form is another change)
+    code, out = jobio("--dsn", db_dsn, "show", "--json",
+                      *(str(i.job) if "+" in i.jobid else i.jobid for i in infos))
     assert code == 0, out
     shown = {j["job"]: j for j in json.loads(out)}
+    # the SLUID, where the release has one (24.11+: asked from sacct by `jobs sync`)
+    if c.version >= (24, 11):
+        sluids = {int(ln["JobIDRaw"]): ln["SLUID"]
+                  for ln in c.sacct_lines(ids.values(), ["JobIDRaw", "SLUID"])}
+        assert {i.job: shown[i.job]["sluid"] for i in infos} == {
+            i.job: sluids[i.job] for i in infos}
+        assert all(s.startswith("s") for s in sluids.values())
+    else:
+        assert {shown[i.job]["sluid"] for i in infos} == {None}
     recovered_any = 0
     for i in infos:
         e, j = expected[i.job], shown[i.job]

@@ -24,6 +24,13 @@ class SubmittedJobs:
 
 
 @pytest.fixture(scope="session")
+def slurm_cluster(host_slurm_cluster: SlurmCluster) -> SlurmCluster:
+    """These tests read the host testbed's files and uids directly: the 22.05 testbed only
+    (the releases in chroots are covered by tests/e2e and tests/mail)."""
+    return host_slurm_cluster
+
+
+@pytest.fixture(scope="session")
 def submitted_jobs(slurm_cluster: SlurmCluster) -> SubmittedJobs:
     c = slurm_cluster
     t0 = time.time()

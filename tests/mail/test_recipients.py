@@ -151,6 +151,8 @@ def test_lookup_on_the_slurm_testbed(slurm_cluster, monkeypatch):
     job = slurm_cluster.submit("alice", ["--mail-type=END", "--mail-user=alice@example.org",
                                          "-J", "mail test", "-o", str(out), "--wrap", "true"])
     other = slurm_cluster.submit("bob", ["-o", str(out), "--wrap", "true"])
-    m = SlurmMailLookup()(job)
+    lookup = SlurmMailLookup(scontrol=slurm_cluster.command("scontrol"),
+                             sacct=slurm_cluster.command("sacct"))
+    m = lookup(job)
     assert m == SlurmMail("alice@example.org", frozenset({"END"}), "scontrol")
-    assert SlurmMailLookup()(other) == SlurmMail(None, frozenset(), "scontrol")
+    assert lookup(other) == SlurmMail(None, frozenset(), "scontrol")

@@ -1,0 +1,134 @@
+"""`Slurm`: runs sacct and scontrol (imperative shell; the parsers it calls are pure)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from slurm_io.jobs.sacct import SACCT_FIELDS, SACCT_FIELDS_SLUID
+
+DEFAULT_SACCT = "/usr/bin/sacct"
+DEFAULT_SCONTROL = "/usr/bin/scontrol"
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
+SLUID_SINCE = (24, 11)  # the first release whose sacct knows the SLUID field (README of 24.11)
+
+
+class SlurmError(RuntimeError):
+    """A Slurm command is missing, failed or did not finish in time (one line, for people)."""
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """`slurm 24.11.5` / `slurm-wlm 22.05.8` (what `sacct --version` prints) -> (24, 11)."""
+    m = _VERSION.search(text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclass
+class Slurm:
+    """Slurm's commands as one object: paths, timeout, environment, release.
+
+    `env` None: this process's environment. SLURM_TIME_FORMAT is always `standard` so that a
+    site's or user's setting cannot change the times sacct and scontrol print.
+    """
+
+    sacct: str = DEFAULT_SACCT
+    scontrol: str = DEFAULT_SCONTROL
+    timeout: float = 120.0
+    env: Mapping[str, str] | None = None
+    _release: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    _release_known: bool = field(default=False, init=False, repr=False)
+
+    @classmethod
+    def from_config(cls, cfg: Any, **overrides: Any) -> Slurm:
+        """From a Config's `[slurm]` keys (sacct None there: the default path)."""
+        kw = {"sacct": getattr(cfg, "sacct", None) or DEFAULT_SACCT,
+              "scontrol": getattr(cfg, "scontrol", None) or DEFAULT_SCONTROL}
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kw)
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ if self.env is None else self.env)
+        env["SLURM_TIME_FORMAT"] = "standard"
+        return env
+
+    def path(self, tool: str) -> str:
+        if tool == "sacct":
+            return self.sacct
+        if tool == "scontrol":
+            return self.scontrol
+        raise ValueError(f"unknown Slurm command {tool!r}")
+
+    def run(self, tool: str, args: Sequence[str], *, timeout: float | None = None) -> str:
+        """The command's stdout; SlurmError when it cannot run, fails or hangs."""
+        path = self.path(tool)
+        argv = [path, *args]
+        limit = self.timeout if timeout is None else timeout
+        try:
+            # surrogateescape: a job name or work dir may hold any byte but NUL; the parsers
+            # clean them (slurm_io.text), a strict decode would fail the whole run
+            proc = subprocess.run(argv, capture_output=True, text=True, env=self._environment(),
+                                  encoding="utf-8", errors="surrogateescape",
+                                  timeout=limit, check=False, stdin=subprocess.DEVNULL)
+        except FileNotFoundError as e:
+            raise SlurmError(f"{path}: not found (give the path with --{tool} or "
+                             f"[slurm] {tool} in the config)") from e
+        except PermissionError as e:
+            raise SlurmError(f"{path}: not executable: {e}") from e
+        except subprocess.TimeoutExpired as e:
+            raise SlurmError(f"{tool} did not finish within {limit:.0f} s") from e
+        if proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            raise SlurmError(f"{tool} failed (exit {proc.returncode}): "
+                             f"{detail[-1] if detail else 'no message'}; command: "
+                             f"{' '.join(argv)}")
+        return proc.stdout
+
+    def try_run(self, tool: str, args: Sequence[str], *, timeout: float | None = None
+                ) -> str | None:
+        """`run`, but None instead of an error (lookups that have a fallback)."""
+        try:
+            return self.run(tool, args, timeout=timeout)
+        except SlurmError:
+            return None
+
+    # -- the release -----------------------------------------------------------------------
+    def release(self) -> tuple[int, int] | None:
+        """(major, minor) of the Slurm that sacct talks to; None when sacct does not say.
+        Asked once per object (`sacct --version`, a local call: no daemon involved)."""
+        if not self._release_known:
+            out = self.try_run("sacct", ["--version"], timeout=min(self.timeout, 30.0))
+            self._release = parse_version(out or "")
+            self._release_known = True
+        return self._release
+
+    def sacct_fields(self) -> tuple[str, ...]:
+        """The job fields to ask sacct for on this release (SLUID from 24.11)."""
+        release = self.release()
+        return SACCT_FIELDS_SLUID if release and release >= SLUID_SINCE else SACCT_FIELDS
+
+    # -- what the rest of slurm-io asks ----------------------------------------------------
+    def sacct_jobs(self, window: tuple[str, str] | None = None, jobs: Sequence[int] = (),
+                   *, timeout: float | None = None) -> str:
+        """`sacct -a -X -P --format=<fields>` for a time window (-S/-E, sacct's local time)
+        and/or job ids (-j); the text, for jobs.sacct.parse_sacct."""
+        args = ["-a", "-X", "-P", f"--format={','.join(self.sacct_fields())}"]
+        if window is not None:
+            args += ["-S", window[0], "-E", window[1]]
+        if jobs:
+            args += ["-j", ",".join(str(int(j)) for j in jobs)]
+        return self.run("sacct", args, timeout=timeout)
+
+    def show_job(self, job: int, *, timeout: float | None = None) -> str | None:
+        """`scontrol show job -o JOB` while the job is in slurmctld's memory; None when it
+        is not (MinJobAge after its end) or scontrol cannot run."""
+        return self.try_run("scontrol", ["show", "job", "-o", str(int(job))], timeout=timeout)
+
+    def sacct_mail(self, job: int, *, timeout: float | None = None) -> str | None:
+        """`sacct -X -n -P -o JobIDRaw,MailUser,MailType -j JOB` (releases whose sacct has
+        these fields); None when sacct cannot run or refuses them."""
+        return self.try_run("sacct", ["-X", "-n", "-P", "-j", str(int(job)),
+                                      "-o", "JobIDRaw,MailUser,MailType"], timeout=timeout)
