@@ -278,7 +278,7 @@ class _RecordParser:
             work_dir=fields.slurm_text(get("WorkDir")),
             submit_line=fields.free_text(get("SubmitLine")),
             source=self.source,
-            sluid=get("SLUID"),  # 24.11+ (SACCT_FIELDS_SLUID)
+            sluid=fields.slurm_text(get("SLUID")),  # 24.11+ (SACCT_FIELDS_SLUID)
         )
         warning = None
         n_nodes = get("NNodes")
