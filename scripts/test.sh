@@ -19,5 +19,6 @@ for r in "${releases[@]}"; do
   echo "Slurm $r testbed ready in $(( $(date +%s) - t0 )) s"
 done
 .venv/bin/ruff check slurm_io tests bench
-# everything the tests need is installed above: a skip would hide a missing step (conftest.py)
+# everything the tests need is installed above: a skip would hide a missing step, so it fails
+# (tests/conftest.py) -- except the tests that read ../shared when it is absent (tests/shared.py)
 SLURM_IO_FORBID_SKIPS=1 exec .venv/bin/python -m pytest "$@"

@@ -14,6 +14,18 @@ from slurm_io.cli.app import JOBID_ARG, connect_db, main, parse_time_arg
 from slurm_io.config import Config
 
 
+def time_range(starttime: str | None, endtime: str | None, now: float, span: float
+               ) -> tuple[float, float]:
+    """-S/-E: end default now, start default `span` before the end; -S after -E is a
+    mistake (sacct refuses it too)."""
+    end = parse_time_arg(endtime, now, "-E")
+    start = parse_time_arg(starttime, end - span, "-S")
+    if start > end:
+        raise click.BadParameter(f"{starttime!r} is after the end ({endtime or 'now'!r})",
+                                 param_hint="-S")
+    return start, end
+
+
 @main.command("usage")
 @click.option("-S", "--starttime", help="Start (sacct-like: 2026-11-20T08:00, now-1day, ...).")
 @click.option("-E", "--endtime", help="End (default now).")
@@ -28,8 +40,7 @@ def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool
     from slurm_io.report import usage as usage_view
 
     now = time.time()
-    end = parse_time_arg(endtime, now, "-E")
-    start = parse_time_arg(starttime, end - 86400, "-S")
+    start, end = time_range(starttime, endtime, now, 86400)
     with connect_db(cfg) as conn:
         result = usage_view.usage(conn, start, end)
         if attribution:
@@ -80,8 +91,7 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="-o/--format") from e
     now = time.time()
-    end = parse_time_arg(endtime, now, "-E")
-    start = parse_time_arg(starttime, end - 86400, "-S")
+    start, end = time_range(starttime, endtime, now, 86400)
     reports = []
     missing = []
     with connect_db(cfg, upgrade=False) as conn:
@@ -339,8 +349,7 @@ def slowdown_cmd(cfg: Config, user: str, name: str | None, by_submit_line: bool,
     from slurm_io.report import slowdown
 
     now = time.time()
-    end = parse_time_arg(endtime, now, "-E")
-    start = parse_time_arg(starttime, end - 30 * 86400, "-S")
+    start, end = time_range(starttime, endtime, now, 30 * 86400)
     with connect_db(cfg, upgrade=False) as conn:
         groups = slowdown.analyse(conn, user, start=start, end=end, name=name,
                                   by_submit_line=by_submit_line)

@@ -36,6 +36,8 @@ def site(pg_dsn: str, _migrated_template: str, tmp_path_factory) -> Iterator[lis
     ["show", "-u", "alice", "-S", "2026-13-45"],
     ["usage", "-E", "tomorrowish"],
     ["usage", "-S", "02/30"],
+    ["usage", "-S", "now", "-E", "now-1day"],
+    ["show", "-u", "alice", "-S", "2026-11-19", "-E", "2026-11-18"],
     ["attribute", "--since", "yesterday-ish"],
     ["top", "--once", "--at", "25:00"],
     ["slowdown", "-u", "alice", "-S", "now-2fortnights"],

@@ -80,7 +80,9 @@ def site(pg_dsn: str, pg_base_dir: Path):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work),
            "PGHOST": conninfo_to_dict(pg_dsn)["host"], "LANG": "C.UTF-8",
            "SLURM_IO_CONFIG": str(home / "config.toml"), "SLURM_IO_TRACEBACK": "1"}
-    dsn = documented_dsn().replace("slurmio", database)
+    dsn = re.sub(r"\buser=slurmio\b", f"user={OWNER}",
+                 re.sub(r"\bdbname=slurmio\b", f"dbname={database}", documented_dsn()))
+    assert "slurmio" not in dsn, dsn
     argv, extra = command_for(OWNER, RUNUSER)
     env.update(extra)
 
