@@ -5,7 +5,6 @@ job components and array tasks are jobs like any other, down to `jobio show`."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC
@@ -15,11 +14,10 @@ import psycopg
 import pytest
 
 from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from tests.shared import shared_file
 
 JOBIO = str(Path(sys.executable).with_name("jobio"))
 REPO = Path(__file__).resolve().parents[2]
-# ../shared beside the checkout; SLURM_IO_SHARED_DIR points elsewhere (a worktree's ../ has none)
-SHARED = Path(os.environ.get("SLURM_IO_SHARED_DIR") or REPO.parent / "shared")
 HEADER = "|".join(SACCT_FIELDS)
 
 
@@ -245,9 +243,7 @@ def test_real_hook_environments_of_het_components_and_arrays_agree_with_sacct(re
     """Captures of a real Slurm (../shared/fixtures/slurm/<release>): the EpilogSlurmctld
     environment of every job, het components 9+0 and 9+1 and the non-ASCII name included,
     gives the record sacct's line gives."""
-    base = SHARED / "fixtures" / "slurm" / release
-    if not base.is_dir():
-        pytest.skip(f"shared fixtures {base} not present")
+    base = shared_file("fixtures", "slurm", release)
     from slurm_io.jobs.hookenv import record_from_hook_env
 
     sacct, problems = parse_sacct((base / "sacct_brief_alloc.psv").read_text())

@@ -11,7 +11,6 @@ environments give start/end (23.02+) and SLUID (25.11+) that match sacct's final
 
 from __future__ import annotations
 
-import os
 from datetime import UTC
 from pathlib import Path
 
@@ -23,9 +22,8 @@ from slurm_io.jobs.store import ACTIVE_STATES
 from slurm_io.model import JobRecord
 from slurm_io.slurm.commands import SLUID_SINCE
 from slurm_io.slurm.sacct_json import parse_sacct_json
+from tests.shared import SHARED, shared_file
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("SLURM_IO_SHARED") or REPO.parent / "shared")
 FIXTURES = SHARED / "fixtures" / "slurm"
 RELEASES = sorted(p.name for p in FIXTURES.glob("[0-9]*.[0-9]*") if p.is_dir()) or [
     "22.05", "24.11", "26.05"]
@@ -41,12 +39,7 @@ def version(release: str) -> tuple[int, int]:
 @pytest.fixture(params=RELEASES)
 def captures(request: pytest.FixtureRequest) -> Path:
     """One release's capture folder; a skip that says ../shared is absent when it is."""
-    if not SHARED.is_dir():
-        pytest.skip(f"../shared is absent (no {SHARED}): the real Slurm captures live there")
-    folder = FIXTURES / request.param
-    if not folder.is_dir():
-        pytest.skip(f"../shared has no Slurm {request.param} captures ({folder})")
-    return folder
+    return shared_file("fixtures", "slurm", request.param)
 
 
 def psv_files(folder: Path) -> list[Path]:
