@@ -31,6 +31,17 @@ class JobioGroup(click.Group):
             return "show", self.commands["show"], args  # the job id stays show's argument
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as e:
+            from slurm_io.cli.refusal import as_refusal
+
+            refused = as_refusal(e)
+            if refused is None:
+                raise
+            raise refused from e
+
 
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * verbose if verbose else logging.INFO

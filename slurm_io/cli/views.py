@@ -99,7 +99,7 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     elif parsable:
         click.echo(show_mod.parsable(reports, fmt or show_mod.DEFAULT_FORMAT,
                                      header=not noheader))
-    else:
+    elif reports:
         click.echo("\n\n".join(show_mod.render(r, targets=targets, timeline=timeline)
                                 for r in reports))
     for j in missing:
