@@ -4,7 +4,7 @@ One module per command family; importing them registers their commands on `main`
 `jobio 12345` means `jobio show 12345` (like `sacct -j`): see app.JobioGroup.
 """
 
-from slurm_io.cli import collect, db, jobs, mail, views  # noqa: F401  (registers commands)
+from slurm_io.cli import collect, db, jobs, mail, serve, views  # noqa: F401  (registers)
 from slurm_io.cli.app import main
 
 __all__ = ["main"]

@@ -18,6 +18,8 @@ from slurm_io import config as config_mod
 from slurm_io.config import Config, ConfigError
 
 JOBID_ARG = re.compile(r"^\d+(_\d+)?(\.\w+)?$")
+# what a login node's `jobio` can do through the service (`server` set; slurm_io/client)
+CLIENT_COMMANDS = frozenset({"show", "report", "mail", "usage"})
 
 
 class JobioGroup(click.Group):
@@ -56,11 +58,13 @@ def _setup_logging(verbose: int) -> None:
               "embedded private PostgreSQL).")
 @click.option("--state-dir", type=click.Path(path_type=Path),
               help="Where the collector state, spool and embedded database live.")
+@click.option("--server", help="Ask the jobio service at this URL (https://dbhost:8453) "
+              "instead of the database, authenticated by MUNGE (default: the `server` key).")
 @click.option("-v", "--verbose", count=True)
 @click.version_option(package_name="slurm-io")
 @click.pass_context
 def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
-         state_dir: Path | None, verbose: int) -> None:
+         state_dir: Path | None, server: str | None, verbose: int) -> None:
     """Per-job Lustre I/O for Slurm: collect job_stats, store, attribute, report.
 
     `jobio JOBID` is short for `jobio show JOBID`.
@@ -70,7 +74,15 @@ def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
         cfg = config_mod.load(config_file)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir)
+    ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir, server=server)
+    if dsn and ctx.obj.server:  # an explicit database wins over a configured service
+        from dataclasses import replace
+
+        ctx.obj = replace(ctx.obj, server=None)
+    if ctx.obj.server and ctx.invoked_subcommand not in CLIENT_COMMANDS:
+        raise click.UsageError(
+            f"`jobio {ctx.invoked_subcommand}` does not work through the jobio service "
+            f"({ctx.obj.server}): run it on the database host")
 
 
 def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:

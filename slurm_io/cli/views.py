@@ -24,21 +24,29 @@ from slurm_io.config import Config
 def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool,
           attribution: bool) -> None:
     """Totals per counter over a time range, by id class and by filesystem."""
-    from slurm_io.report import unattributed
     from slurm_io.report import usage as usage_view
 
     now = time.time()
     end = parse_time_arg(endtime, now)
     start = parse_time_arg(starttime, end - 86400)
-    with connect_db(cfg) as conn:
-        result = usage_view.usage(conn, start, end)
-        if attribution:
-            result["attribution"] = unattributed.split(conn, start, end, now=now)
+    if cfg.server:
+        from slurm_io.client.commands import fetch_usage
+
+        result = fetch_usage(cfg, start, end, attribution)
+    else:
+        from slurm_io.report import unattributed
+
+        with connect_db(cfg) as conn:
+            result = usage_view.usage(conn, start, end)
+            if attribution:
+                result["attribution"] = unattributed.split(conn, start, end, now=now)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
         click.echo(usage_view.render_table(result))
         if attribution:
+            from slurm_io.report import unattributed
+
             click.echo("")
             click.echo(unattributed.render(result["attribution"]))
 
@@ -63,37 +71,26 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     JOBID as in sacct -j: 123, an array's tasks 123, one task 123_4. A running job shows its
     I/O so far. Users see their own jobs only (enforced by the database).
     """
-    from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
     from slurm_io.report import show as show_mod
 
     if not jobids and not user:
         raise click.UsageError("give job ids, or -u USER")
+    for spec in jobids:
+        if not JOBID_ARG.match(spec):
+            raise click.UsageError(f"not a job id: {spec!r}")
     now = time.time()
-    reports = []
-    missing = []
-    with connect_db(cfg, upgrade=False) as conn:
-        infos: list[JobInfo] = []
-        for spec in jobids:
-            if not JOBID_ARG.match(spec):
-                raise click.UsageError(f"not a job id: {spec!r}")
-            found = find_jobs(conn, spec)
-            if not found and "_" not in spec:
-                # not (yet) in the job table: what the collectors stored under its id
-                n = int(spec.split(".", 1)[0])
-                found = [JobInfo(n, str(n), None, None, None, None, None, (), None, None,
-                                 None, None, None, None)]
-            if not found:
-                missing.append(spec)
-            infos += found
-        if user:
-            end = parse_time_arg(endtime, now)
-            infos += user_jobs(conn, user, parse_time_arg(starttime, end - 86400), end)
-        for info in infos:
-            r = show_mod.job_report(conn, info, now=now, resolution=cfg.interval)
-            if info.start is None and not r["totals"]:
-                missing.append(info.jobid)
-                continue
-            reports.append(r)
+    end = parse_time_arg(endtime, now) if user else None
+    start = parse_time_arg(starttime, end - 86400) if user and end is not None else None
+    if cfg.server:
+        from slurm_io.client.commands import fetch_show
+
+        reports, missing = fetch_show(cfg, list(jobids), user, start, end)
+    else:
+        from slurm_io.report.show_docs import show_documents
+
+        with connect_db(cfg, upgrade=False) as conn:
+            reports, missing = show_documents(conn, list(jobids), user, start, end, now=now,
+                                              resolution=cfg.interval)
     if as_json:
         click.echo(json.dumps(reports, indent=2, sort_keys=True))
     elif parsable:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
-
-from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until
 from slurm_io.report.counters import human_bytes
+
+if TYPE_CHECKING:  # the rendering half is used by the service's clients, without psycopg
+    import psycopg
+
+    from slurm_io.attribute.sql import JobInfo
 
 
 def _iso(t: float | None) -> str | None:
@@ -23,6 +25,8 @@ def _iso(t: float | None) -> str | None:
 
 def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
                resolution: float = 120.0) -> dict[str, Any]:
+    from slurm_io.attribute.sql import attribute_job, data_complete_until
+
     now = time.time() if now is None else now
     io = attribute_job(conn, info.window, now=now, resolution=resolution)
     done_until = data_complete_until(conn)
