@@ -93,7 +93,7 @@ def run_as(user: str, jobio: Path, args: list[str], config: Path) -> tuple[float
 
 
 def mint(user: str, socket: str, target: str) -> str:
-    return subprocess.run(["munge", "-S", socket, "-U", user, "-t", "600"],
+    return subprocess.run(["munge", "-S", socket, "-U", user, "-t", "300"],
                           input=request_payload("GET", target, b""), capture_output=True,
                           check=True).stdout.decode().strip()
 
