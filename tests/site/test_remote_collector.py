@@ -128,3 +128,35 @@ def test_network_faults_are_spooled_and_nothing_is_lost(remote, pg_dsn, tmp_path
     with psycopg.connect(dsn) as conn:
         batches, = conn.execute("SELECT count(*) FROM ingest_batch").fetchone()
     assert batches == n
+
+
+def test_the_job_end_hook_writes_over_tls_and_spools_through_a_black_hole(
+        remote, tmp_path) -> None:
+    from slurm_io.notify import hookspool
+    from tests.notify.conftest import hook_env, run_hook, wait_until, write_config, write_wrapper
+
+    dsn, collector, pgpass, relay = remote
+    hook_dsn = make_conninfo(collector, passfile=str(pgpass))  # SlurmUser's ~/.pgpass
+    spool = tmp_path / "spool"
+    wrapper = write_wrapper(tmp_path / "hook", write_config(
+        tmp_path / "c.toml", dsn=hook_dsn, spool=spool, db_timeout=5))
+
+    def stored() -> set[int]:
+        with psycopg.connect(dsn) as conn:
+            return {r[0] for r in conn.execute(
+                "SELECT job FROM job WHERE source = 'hook' AND job BETWEEN 9100 AND 9199")}
+
+    relay.set("up")
+    proc, _ = run_hook(hook_env(9101), wrapper)
+    assert proc.returncode == 0, proc.stderr
+    wait_until(lambda: stored() == {9101}, what="the hook's job row over TLS")
+    relay.set("blackhole")
+    proc, _ = run_hook(hook_env(9102), wrapper)
+    assert proc.returncode == 0, proc.stderr
+    time.sleep(6)  # the background attempt hits connect_timeout / db_timeout
+    assert [Path(f).name for f in hookspool.pending(str(spool))] == ["9102.json"]
+    relay.set("up")
+    proc, _ = run_hook(hook_env(9103), wrapper)
+    assert proc.returncode == 0, proc.stderr
+    wait_until(lambda: stored() == {9101, 9102, 9103}, what="the spool drained over TLS")
+    assert hookspool.pending(str(spool)) == []
