@@ -123,6 +123,7 @@ def main() -> None:
     ap.add_argument("--munge-socket", default=TESTBED_MUNGE)
     ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-venv"))
     ap.add_argument("--threads", type=int, default=16, help="service worker threads")
+    ap.add_argument("--processes", type=int, default=1, help="service processes")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (runs commands as the user and the service account)")
@@ -140,7 +141,7 @@ def main() -> None:
     svc_cfg = work / "service.toml"
     svc_cfg.write_text(f'dsn = "{user_dsn}"\n[munge]\nsocket = "{args.munge_socket}"\n'
                        f'[service]\nlisten = "127.0.0.1"\nport = {port}\n'
-                       f"threads = {args.threads}\n")
+                       f"threads = {args.threads}\nprocesses = {args.processes}\n")
     client_cfg = work / "client.toml"
     client_cfg.write_text(f'server = "{url}"\n[munge]\nsocket = "{args.munge_socket}"\n')
     local_cfg = work / "local.toml"
@@ -161,7 +162,7 @@ def main() -> None:
                 time.sleep(0.1)
         rng = random.Random(1)
         print(f"{len(jobs)} finished jobs of {args.user}; service {url}, "
-              f"{args.threads} threads")
+              f"{args.processes} process(es) x {args.threads} threads")
         for kind, cfg in (("local (peer, direct)", local_cfg), ("through the service", client_cfg)):
             walls = [run_as(args.user, jobio, [str(rng.choice(jobs)), "--json"], cfg)[0]
                      for _ in range(args.n)]

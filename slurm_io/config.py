@@ -82,6 +82,7 @@ class Config:
     service_tls_cert: Path | None = None
     service_tls_key: Path | None = None
     service_threads: int = 16
+    service_processes: int = 1
     service_max_ttl: int = 300  # credentials that live longer are refused
     source: Path | None = None  # the file this came from
 
@@ -163,6 +164,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "service.tls_cert": ("service_tls_cert", Path),
     "service.tls_key": ("service_tls_key", Path),
     "service.threads": ("service_threads", int),
+    "service.processes": ("service_processes", int),
     "service.max_ttl": ("service_max_ttl", int),
 }
 

@@ -11,8 +11,11 @@ from slurm_io.config import Config
 @main.command("serve")
 @click.option("--listen", help="Address to listen on (default service.listen, 0.0.0.0).")
 @click.option("--port", type=int, help="Port (default service.port, 8453).")
+@click.option("--processes", type=click.IntRange(1, 256),
+              help="Server processes sharing the port (default service.processes, 1).")
 @click.pass_obj
-def serve_cmd(cfg: Config, listen: str | None, port: int | None) -> None:
+def serve_cmd(cfg: Config, listen: str | None, port: int | None,
+              processes: int | None) -> None:
     """Answer `jobio` on login nodes: MUNGE-authenticated JSON over HTTP(S), each request
     read as the requesting user's database role (docs/service.md)."""
     from slurm_io.service.server import serve
@@ -23,4 +26,5 @@ def serve_cmd(cfg: Config, listen: str | None, port: int | None) -> None:
         raise click.ClickException("`jobio serve` needs cheroot (pip install cheroot)") from e
     if cfg.service_tls_cert is not None and not cfg.service_tls_cert.is_file():
         raise click.UsageError(f"service.tls_cert: no such file: {cfg.service_tls_cert}")
-    serve(cfg.with_overrides(service_listen=listen, service_port=port))
+    serve(cfg.with_overrides(service_listen=listen, service_port=port,
+                             service_processes=processes))
