@@ -215,3 +215,32 @@ def test_a_uid_without_a_database_role_gets_403(service: Service) -> None:
                           env={"PATH": "/usr/bin:/bin", "SLURM_IO_CONFIG": str(service.client)})
     assert proc.returncode == 1
     assert "no database role for nobody" in proc.stderr and "(HTTP 403)" in proc.stderr
+
+
+def test_several_service_processes_share_the_port_and_still_refuse_replays(
+        service: Service) -> None:
+    base = service.site.dir / "service"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cfg = service.site.config("service-2", f'dsn = "{service.site.user_dsn}"\n'
+                              f'[munge]\nsocket = "{service.sock}"\n'
+                              f'[service]\nlisten = "127.0.0.1"\nprocesses = 2\n')
+    with running_service(service.site.jobio, SERVICE_ACCOUNT, cfg, port, url, None,
+                         base / "service-2.log") as proc:
+        children = subprocess.run(["pgrep", "-f", "-g", str(proc.pid), "jobio serve"],
+                                  capture_output=True, text=True, check=False).stdout.split()
+        assert len(children) == 3  # runuser, the server and its forked sibling
+        client = service.site.config("client-2", f'server = "{url}"\n'
+                                     f'[munge]\nsocket = "{service.sock}"\n')
+        for _ in range(4):
+            shown = service.run("alice", "8101", config=client)
+            assert shown.returncode == 0, shown.stderr
+        target = "/v1/show?jobid=8101"
+        cred = subprocess.run([RUNUSER, "-u", "alice", "--", "munge", "-S", service.sock],
+                              input=request_payload("GET", target, b""), capture_output=True,
+                              check=True).stdout.decode().strip()
+        assert call(url, "GET", "/v1/show", [("jobid", "8101")], credential=cred)["jobs"]
+        for _ in range(4):  # whichever process gets it
+            with pytest.raises(ServiceError) as e:
+                call(url, "GET", "/v1/show", [("jobid", "8101")], credential=cred)
+            assert e.value.status == 401 and "Replayed" in str(e.value)
