@@ -23,7 +23,11 @@ case ",${SLURM_IO_EXTRAS:-}," in
     *,test,*)
         command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
         # the e2e hook test runs the hook as SlurmUser, who cannot reach a Python under /root
-        [ -x /usr/bin/python3 ] || need_apt+=(python3) ;;
+        [ -x /usr/bin/python3 ] || need_apt+=(python3)
+        # tests/site: a venv of the system Python for other users, certificates, unit checks
+        /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+        command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+        command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd) ;;
 esac
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
