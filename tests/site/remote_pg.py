@@ -26,8 +26,10 @@ from tests.privacy.test_privacy import RUNUSER
 SUPERUSER = "slurmio"
 
 
-def make_ca_and_server_cert(d: Path, owner: str) -> tuple[Path, Path, Path]:
-    """(ca.crt, server.crt, server.key): a CA, and a certificate it signs for localhost."""
+def make_ca_and_server_cert(d: Path, owner: str, ips: tuple[str, ...] = ()
+                            ) -> tuple[Path, Path, Path]:
+    """(ca.crt, server.crt, server.key): a CA, and a certificate it signs for localhost
+    (and `ips`)."""
     def ssl(*args: str) -> None:
         subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
 
@@ -35,7 +37,8 @@ def make_ca_and_server_cert(d: Path, owner: str) -> tuple[Path, Path, Path]:
         "/CN=slurm-io test CA", "-keyout", "ca.key", "-out", "ca.crt")
     ssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
         "server.key", "-out", "server.csr")
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    san = ",".join(["DNS:localhost", "IP:127.0.0.1", *(f"IP:{ip}" for ip in ips)])
+    (d / "san.ext").write_text(f"subjectAltName={san}\n")
     ssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
         "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", "server.crt")
     user = pwd.getpwnam(owner)
@@ -52,13 +55,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def tls_postgres(base: Path) -> Iterator[tuple[str, Path, int]]:
-    """(superuser DSN over TLS, CA file, port) of a fresh server under `base`."""
+def tls_postgres(base: Path, *, netns: str | None = None, listen: str = "127.0.0.1",
+                 clients: str = "127.0.0.1/32", also_for: tuple[str, ...] = ()
+                 ) -> Iterator[tuple[str, Path, int]]:
+    """(superuser DSN over TLS, CA file, port) of a fresh server under `base`; in network
+    namespace `netns` (then the DSN is over its unix socket: root may log in as the
+    superuser by peer authentication, and every local account as its own role)."""
     acct = pwd.getpwnam(SERVICE_ACCOUNT)
     d = base / "tlspg"
     d.mkdir()
     os.chown(d, acct.pw_uid, acct.pw_gid)
-    ca, cert, key = make_ca_and_server_cert(d, SERVICE_ACCOUNT)
+    d.chmod(0o755)
+    ca, cert, key = make_ca_and_server_cert(
+        d, SERVICE_ACCOUNT, ((listen,) if listen != "127.0.0.1" else ()) + also_for)
     password = secrets.token_hex(16)
     pwfile = d / "pw"
     pwfile.write_text(password + "\n")
@@ -68,7 +77,8 @@ def tls_postgres(base: Path) -> Iterator[tuple[str, Path, int]]:
     bindir = find_bindir()
 
     def as_postgres(*cmd: str) -> None:
-        subprocess.run([RUNUSER, "-u", SERVICE_ACCOUNT, "--", *cmd], check=True,
+        prefix = ["ip", "netns", "exec", netns] if netns else []
+        subprocess.run([*prefix, RUNUSER, "-u", SERVICE_ACCOUNT, "--", *cmd], check=True,
                        capture_output=True, cwd=d, timeout=120)
 
     as_postgres(str(bindir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--pwfile",
@@ -76,18 +86,27 @@ def tls_postgres(base: Path) -> Iterator[tuple[str, Path, int]]:
     pwfile.unlink()
     port = free_port()
     with open(data / "postgresql.conf", "a") as f:
-        f.write(f"listen_addresses = '127.0.0.1'\nport = {port}\n"
+        f.write(f"listen_addresses = '{listen}'\nport = {port}\n"
                 f"unix_socket_directories = '{d}'\nssl = on\nssl_cert_file = '{cert}'\n"
                 f"ssl_key_file = '{key}'\npassword_encryption = 'scram-sha-256'\n"
                 "fsync = off\n")
+    local = ""
+    if netns:
+        local = (f"local all {SUPERUSER} peer map=admin\n"
+                 "local all all peer\n")
+        (data / "pg_ident.conf").write_text(f"admin root {SUPERUSER}\n")
     (data / "pg_hba.conf").write_text(
-        "hostssl all all 127.0.0.1/32 scram-sha-256\n"
-        "host    all all 127.0.0.1/32 reject\n")
+        local + f"hostssl all all {clients} scram-sha-256\n"
+        f"host    all all {clients} reject\n")
     as_postgres(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(d / "log"), "-w", "start")
     try:
-        yield (make_conninfo("", host="localhost", hostaddr="127.0.0.1", port=port,
-                             dbname="postgres", user=SUPERUSER, password=password,
-                             sslmode="verify-full", sslrootcert=str(ca)), ca, port)
+        if netns:
+            yield make_conninfo("", host=str(d), port=port, dbname="postgres",
+                                user=SUPERUSER), ca, port
+        else:
+            yield (make_conninfo("", host="localhost", hostaddr="127.0.0.1", port=port,
+                                 dbname="postgres", user=SUPERUSER, password=password,
+                                 sslmode="verify-full", sslrootcert=str(ca)), ca, port)
     finally:
         pid = int((data / "postmaster.pid").read_text().split()[0])
         with contextlib.suppress(ProcessLookupError):

@@ -76,27 +76,43 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def health_probe(url: str, ca: Path | None, netns: str | None = None) -> bool:
+    """Whether the service answers /v1/health (from inside `netns` when given)."""
+    if netns:
+        code = ("import ssl, sys, urllib.request\n"
+                f"ctx = ssl.create_default_context(cafile={str(ca)!r}) if {bool(ca)} else None\n"
+                f"urllib.request.urlopen({url + '/v1/health'!r}, timeout=2, context=ctx)\n")
+        return subprocess.run(["ip", "netns", "exec", netns, "/usr/bin/python3", "-c", code],
+                              capture_output=True, check=False).returncode == 0
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(ca)) if ca else None
+    try:
+        with urllib.request.urlopen(f"{url}/v1/health", timeout=2, context=ctx):
+            return True
+    except OSError:
+        return False
+
+
 @contextmanager
 def running_service(jobio: Path, account: str, config: Path, port: int, url: str,
-                    ca: Path | None, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`jobio serve` as OS account `account`, until the block ends."""
+                    ca: Path | None, log: Path, *, netns: str | None = None,
+                    probe_netns: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """`jobio serve` as OS account `account` (in network namespace `netns`), until the block
+    ends; ready once /v1/health answers (asked from `probe_netns`)."""
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "SLURM_IO_CONFIG": str(config)}
+    prefix = ["ip", "netns", "exec", netns] if netns else []
     with open(log, "wb") as out:
-        proc = subprocess.Popen([RUNUSER, "-u", account, "--", str(jobio), "serve", "--port",
-                                 str(port)], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                cwd="/", start_new_session=True)
+        proc = subprocess.Popen([*prefix, RUNUSER, "-u", account, "--", str(jobio), "serve",
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
+                                env=env, cwd="/", start_new_session=True)
     try:
-        import ssl
-
-        ctx = ssl.create_default_context(cafile=str(ca)) if ca else None
         for _ in range(300):
-            try:
-                with urllib.request.urlopen(f"{url}/v1/health", timeout=2, context=ctx):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"jobio serve exited: {log.read_text()}") from None
-                time.sleep(0.1)
+            if health_probe(url, ca, probe_netns):
+                break
+            if proc.poll() is not None:
+                raise RuntimeError(f"jobio serve exited: {log.read_text()}")
+            time.sleep(0.1)
         else:
             raise RuntimeError(f"jobio serve did not answer: {log.read_text()}")
         yield proc
