@@ -27,7 +27,12 @@ case ",${SLURM_IO_EXTRAS:-}," in
         # the exporter test scrapes it with Debian's Prometheus (started by the test itself,
         # on loopback, in a temp dir); the top test drives the interactive mode in tmux
         command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
-        command -v tmux >/dev/null 2>&1 || need_apt+=(tmux) ;;
+        command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+        # tests/site: a venv of the system Python for other users, certificates, unit checks
+        /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+        command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+        command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
+        command -v ip >/dev/null 2>&1 || need_apt+=(iproute2) ;;
 esac
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then

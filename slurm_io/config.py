@@ -92,6 +92,18 @@ class Config:
     alerts_sustained: float = 0.75  # ... in this share of the window's intervals
     alerts_daily_cap: int = 3  # alert mails per user per UTC day
     alerts_link: str = "jobio show {jobid} --timeline"  # or a URL with {jobid}
+    # the read service (`jobio serve`) and its clients (docs/deploy.md, docs/service.md)
+    server: str | None = None  # client mode: "https://dbhost:8453"
+    server_ca: Path | None = None  # CA file the client trusts for the service's certificate
+    server_timeout: float = 60.0
+    munge_socket: str | None = None  # munged's socket (default: munge's own default)
+    service_listen: str = "0.0.0.0"
+    service_port: int = 8453
+    service_tls_cert: Path | None = None
+    service_tls_key: Path | None = None
+    service_threads: int = 16
+    service_processes: int = 1
+    service_max_ttl: int = 300  # credentials that live longer are refused
     source: Path | None = None  # the file this came from
 
     @property
@@ -179,6 +191,17 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "alerts.sustained": ("alerts_sustained", float),
     "alerts.daily_cap": ("alerts_daily_cap", int),
     "alerts.link": ("alerts_link", str),
+    "server": ("server", str),
+    "server_ca": ("server_ca", Path),
+    "server_timeout": ("server_timeout", float),
+    "munge.socket": ("munge_socket", str),
+    "service.listen": ("service_listen", str),
+    "service.port": ("service_port", int),
+    "service.tls_cert": ("service_tls_cert", Path),
+    "service.tls_key": ("service_tls_key", Path),
+    "service.threads": ("service_threads", int),
+    "service.processes": ("service_processes", int),
+    "service.max_ttl": ("service_max_ttl", int),
 }
 
 

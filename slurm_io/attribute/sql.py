@@ -198,10 +198,11 @@ def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bo
 
 
 def data_complete_until(conn: psycopg.Connection) -> float | None:
-    """The time up to which every collector has read: the oldest of their newest reads."""
+    """The time up to which every collector has read: the oldest of their newest reads.
+
+    Through a SECURITY DEFINER function (sql/0017): users may not read ingest_batch."""
     r = conn.execute(
-        "SELECT extract(epoch FROM min(last))::float8 FROM "
-        "(SELECT max(read_time) AS last FROM ingest_batch GROUP BY collector) c").fetchone()
+        "SELECT extract(epoch FROM jobio_data_complete_until())::float8").fetchone()
     return r[0] if r else None
 
 

@@ -12,6 +12,7 @@ from slurm_io.cli import (  # noqa: F401  (registers commands)
     exporter,
     jobs,
     mail,
+    serve,
     views,
 )
 from slurm_io.cli.app import main

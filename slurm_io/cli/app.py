@@ -47,6 +47,8 @@ class JobioError(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"jobio: error: {self.format_message()}", err=True)
+# what a login node's `jobio` can do through the service (`server` set; slurm_io/client)
+CLIENT_COMMANDS = frozenset({"show", "report", "mail", "usage"})
 
 
 class JobioGroup(click.Group):
@@ -79,6 +81,11 @@ class JobioGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as e:
+            from slurm_io.cli.refusal import as_refusal
+
+            refused = as_refusal(e)  # the database's "permission denied": one line
+            if refused is not None:
+                raise JobioError(refused.format_message()) from e
             if ((isinstance(e, OSError) and e.errno == errno.EPIPE)  # `jobio ... | head`
                     or os.environ.get(TRACEBACK_ENV) == "1"):
                 raise
@@ -112,11 +119,13 @@ def _setup_logging(verbose: int) -> None:
               "embedded private PostgreSQL).")
 @click.option("--state-dir", type=click.Path(path_type=Path),
               help="Where the collector state, spool and embedded database live.")
+@click.option("--server", help="Ask the jobio service at this URL (https://dbhost:8453) "
+              "instead of the database, authenticated by MUNGE (default: the `server` key).")
 @click.option("-v", "--verbose", count=True)
 @click.version_option(package_name="slurm-io")
 @click.pass_context
 def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
-         state_dir: Path | None, verbose: int) -> None:
+         state_dir: Path | None, server: str | None, verbose: int) -> None:
     """Per-job Lustre I/O for Slurm: collect job_stats, store, attribute, report.
 
     `jobio JOBID` is short for `jobio show JOBID`.
@@ -126,7 +135,15 @@ def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
         cfg = config_mod.load(config_file)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-    ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir)
+    ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir, server=server)
+    if dsn and ctx.obj.server:  # an explicit database wins over a configured service
+        from dataclasses import replace
+
+        ctx.obj = replace(ctx.obj, server=None)
+    if ctx.obj.server and ctx.invoked_subcommand not in CLIENT_COMMANDS:
+        raise click.UsageError(
+            f"`jobio {ctx.invoked_subcommand}` does not work through the jobio service "
+            f"({ctx.obj.server}): run it on the database host")
 
 
 def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:

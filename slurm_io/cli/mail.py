@@ -17,6 +17,13 @@ def mail_group() -> None:
 
 
 def _mail_set(cfg: Config, on: bool, user: str | None) -> None:
+    if cfg.server:
+        from slurm_io.client.commands import mail_set
+
+        uid = mail_set(cfg, on, user)
+        click.echo(f"I/O mails {'on' if on else 'off'} for uid {uid}"
+                   + ("" if on else "; `jobio mail on` brings them back"))
+        return
     from psycopg import errors
 
     from slurm_io.mail import preferences
@@ -57,40 +64,25 @@ def mail_on(cfg: Config, user: str | None) -> None:
 @click.pass_obj
 def mail_status(cfg: Config, user: str | None) -> None:
     """Whether your jobs get I/O mails, and the site's policy."""
-    import pwd
+    from slurm_io.mail.status import status_lines
 
-    from slurm_io.mail import preferences
-    from slurm_io.mail.builder import MailSettings
-    from slurm_io.mail.recipients import apply_rule
-    from slurm_io.report.counters import human_bytes
+    if cfg.server:
+        from slurm_io.client.commands import mail_status as fetch_status
 
-    try:
-        s = MailSettings.from_config(cfg)
-    except ConfigError as e:
-        raise click.UsageError(str(e)) from e
-    with connect_db(cfg) as conn:
-        try:
-            uid = preferences.resolve_uid(conn, user)
-        except preferences.NoUidError as e:
-            raise click.ClickException(str(e)) from e
-        pref = preferences.get(conn, uid)
-    try:
-        name = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        name = str(uid)
-    policy = {"all": "every job", "off": "no job (mails are off for everyone)",
-              "mail_type_end": "jobs submitted with --mail-type=END or ALL",
-              "above_size": f"jobs that read and wrote {human_bytes(s.min_bytes)} or more"}
-    if pref.enabled is None:
-        choice = "not set: the site policy applies"
+        doc = fetch_status(cfg, user)
     else:
-        when = pref.changed_at.strftime("%Y-%m-%d %H:%M") if pref.changed_at else "?"
-        choice = f"{'on' if pref.enabled else 'off'} (since {when})"
-    click.echo(f"user:    {name} (uid {uid})")
-    click.echo(f"mails:   {choice}")
-    click.echo(f"policy:  {s.policy}: {policy.get(s.policy, s.policy)}")
-    click.echo(f"address: {apply_rule(name, domain=s.domain, address=s.address, uid=uid)}"
-               " (a job's --mail-user goes first)")
+        from slurm_io.mail import preferences
+        from slurm_io.mail.status import status_document
+
+        with connect_db(cfg) as conn:
+            try:
+                doc = status_document(conn, cfg, user)
+            except preferences.NoUidError as e:
+                raise click.ClickException(str(e)) from e
+            except ConfigError as e:
+                raise click.UsageError(str(e)) from e
+    for line in status_lines(doc):
+        click.echo(line)
 
 
 @main.command("report")
@@ -106,12 +98,17 @@ def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None
     The report the site mails at a job's end (figures, timeline, I/O quality, advice); see
     docs/mail.md. Users see their own jobs only.
     """
+    if not JOBID_ARG.match(jobid):
+        raise click.UsageError(f"not a job id: {jobid!r}")
+    if cfg.server:
+        from slurm_io.client.commands import report as client_report
+
+        client_report(cfg, jobid, eml, html_file)
+        return
     from slurm_io.attribute.sql import find_jobs
     from slurm_io.mail.builder import MailBuilder, text_part
     from slurm_io.mail.outbox import write_message
 
-    if not JOBID_ARG.match(jobid):
-        raise click.UsageError(f"not a job id: {jobid!r}")
     try:
         builder = MailBuilder(cfg)
     except ConfigError as e:

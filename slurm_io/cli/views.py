@@ -36,20 +36,28 @@ def time_range(starttime: str | None, endtime: str | None, now: float, span: flo
 def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool,
           attribution: bool) -> None:
     """Totals per counter over a time range, by id class and by filesystem."""
-    from slurm_io.report import unattributed
     from slurm_io.report import usage as usage_view
 
     now = time.time()
     start, end = time_range(starttime, endtime, now, 86400)
-    with connect_db(cfg) as conn:
-        result = usage_view.usage(conn, start, end)
-        if attribution:
-            result["attribution"] = unattributed.split(conn, start, end, now=now)
+    if cfg.server:
+        from slurm_io.client.commands import fetch_usage
+
+        result = fetch_usage(cfg, start, end, attribution)
+    else:
+        from slurm_io.report import unattributed
+
+        with connect_db(cfg) as conn:
+            result = usage_view.usage(conn, start, end)
+            if attribution:
+                result["attribution"] = unattributed.split(conn, start, end, now=now)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
     else:
         click.echo(usage_view.render_table(result))
         if attribution:
+            from slurm_io.report import unattributed
+
             click.echo("")
             click.echo(unattributed.render(result["attribution"]))
 
@@ -77,7 +85,6 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     123_4, one het component 1853+1 (or its raw id). A running job shows its I/O so far.
     Users see their own jobs only (enforced by the database).
     """
-    from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
     from slurm_io.report import show as show_mod
 
     if not jobids and not user:
@@ -90,33 +97,24 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
             show_mod.parse_format(fmt)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="-o/--format") from e
+    for spec in jobids:
+        if show_mod.parse_job_spec(spec) is None:
+            raise click.UsageError(f"not a job id: {spec!r}")
     now = time.time()
-    start, end = time_range(starttime, endtime, now, 86400)
-    reports = []
-    missing = []
-    with connect_db(cfg, upgrade=False) as conn:
-        infos: list[JobInfo] = []
-        for spec in jobids:
-            parsed = show_mod.parse_job_spec(spec) if JOBID_ARG.match(spec) else None
-            if parsed is None:
-                raise click.UsageError(f"not a job id: {spec!r}")
-            found = find_jobs(conn, spec)
-            if not found and parsed.display is None:
-                # not (yet) in the job table: what the collectors stored under its id
-                n = parsed.number
-                found = [JobInfo(n, str(n), None, None, None, None, None, (), None, None,
-                                 None, None, None, None)]
-            if not found:
-                missing.append(spec)
-            infos += found
-        if user:
-            infos += user_jobs(conn, user, start, end)
-        for info in infos:
-            r = show_mod.job_report(conn, info, now=now, resolution=cfg.interval)
-            if info.start is None and not r["totals"]:
-                missing.append(info.jobid)
-                continue
-            reports.append(r)
+    start: float | None = None
+    end: float | None = None
+    if user or starttime or endtime:
+        start, end = time_range(starttime, endtime, now, 86400)
+    if cfg.server:
+        from slurm_io.client.commands import fetch_show
+
+        reports, missing = fetch_show(cfg, list(jobids), user, start, end)
+    else:
+        from slurm_io.report.show_docs import show_documents
+
+        with connect_db(cfg, upgrade=False) as conn:
+            reports, missing = show_documents(conn, list(jobids), user, start, end, now=now,
+                                              resolution=cfg.interval)
     if as_json:
         click.echo(json.dumps(reports, indent=2, sort_keys=True))
     elif parsable:

@@ -11,14 +11,16 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import psycopg
-
-from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until
 from slurm_io.model import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.report.counters import human_bytes
 from slurm_io.text import display
+
+if TYPE_CHECKING:  # the rendering half is used by the service's clients, without psycopg
+    import psycopg
+
+    from slurm_io.attribute.sql import JobInfo
 
 
 class JobSpec(NamedTuple):
@@ -41,13 +43,14 @@ def parse_job_spec(spec: str) -> JobSpec | None:
     base = spec.split(".", 1)[0]
     return JobSpec(int(m.group(1)), base if m.group(2) is not None else None)
 
-
 def _iso(t: float | None) -> str | None:
     return None if t is None else datetime.fromtimestamp(t).isoformat(timespec="seconds")
 
 
 def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
                resolution: float = 120.0) -> dict[str, Any]:
+    from slurm_io.attribute.sql import attribute_job, data_complete_until
+
     now = time.time() if now is None else now
     io = attribute_job(conn, info.window, now=now, resolution=resolution)
     done_until = data_complete_until(conn)

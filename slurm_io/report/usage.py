@@ -8,12 +8,13 @@ system uids, unrecoverable ids).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.model import IdClass
 from slurm_io.report.counters import SUM_COLUMNS, human_bytes, sum_select
+
+if TYPE_CHECKING:  # render_table is used by the service's clients, without psycopg
+    import psycopg
 
 
 def _nonzero(d: dict[str, int]) -> dict[str, int]:

@@ -25,6 +25,7 @@ from psycopg import errors, sql
 
 USER_ROLE = "jobio_user"
 ADMIN_ROLE = "jobio_admin"
+SERVICE_ROLE = "jobio_service"  # may SET ROLE to every user (sql/0017)
 COLLECTOR_ROLE = "jobio_collector"
 GROUP_ROLES = (USER_ROLE, ADMIN_ROLE, COLLECTOR_ROLE)
 DEFAULT_ADMIN_GROUP = "slurmio-admin"
@@ -86,6 +87,7 @@ def sync_accounts(
         for name, uid in sorted(wanted.items()):
             if not _ensure_role(conn, name, result):
                 continue
+            _grant_to_service(conn, name)
             row = conn.execute(
                 """
                 INSERT INTO jobio_account (rolname, uid) VALUES (%s, %s)
@@ -163,6 +165,16 @@ def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> boo
         conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(USER_ROLE), ident))
         result.added.append(name)
     return True
+
+
+def _grant_to_service(conn: psycopg.Connection, name: str) -> None:
+    """Let the read service become this user (`SET ROLE`, sql/0017_site_service.sql)."""
+    row = conn.execute(
+        "SELECT CASE WHEN to_regrole(%s) IS NOT NULL THEN NOT pg_has_role(%s, %s, 'MEMBER') "
+        "END", (SERVICE_ROLE, SERVICE_ROLE, name)).fetchone()
+    if row is not None and row[0]:
+        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(name),
+                                                      sql.Identifier(SERVICE_ROLE)))
 
 
 # -- the OS side: passwd and group ---------------------------------------------------------

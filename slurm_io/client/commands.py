@@ -1,0 +1,84 @@
+"""Client mode of the command line: what `show`, `report`, `mail` and `usage` ask the service.
+
+The command modules (slurm_io/cli) parse flags and print as always; only where the data
+comes from changes. A failure is one line (click.ClickException), never a traceback.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import click
+
+from slurm_io.client.http import ServiceError, call
+from slurm_io.config import Config
+from slurm_io.service.protocol import SCHEMA
+
+
+def _call(cfg: Config, method: str, path: str, params: list[tuple[str, str]]) -> Any:
+    assert cfg.server is not None
+    try:
+        doc = call(cfg.server, method, path, params, munge_socket=cfg.munge_socket,
+                   ca_file=cfg.server_ca, timeout=cfg.server_timeout)
+    except ServiceError as e:
+        raise click.ClickException(str(e)) from e
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise click.ClickException(f"the jobio service at {cfg.server} speaks {got!r}, this "
+                                   f"jobio {SCHEMA!r}: upgrade one of them")
+    return doc
+
+
+def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | None,
+               end: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+    params = [("jobid", j) for j in jobids]
+    if user:
+        params.append(("user", user))
+        if start is not None:
+            params.append(("start", repr(start)))
+        if end is not None:
+            params.append(("end", repr(end)))
+    doc = _call(cfg, "GET", "/v1/show", params)
+    return doc["jobs"], doc["missing"]
+
+
+def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None) -> None:
+    messages = _call(cfg, "GET", "/v1/report", [("jobid", jobid)])["messages"]
+    if not messages:
+        raise click.ClickException(f"job {jobid}: no such job (or not yours)")
+    if eml or html:
+        if len(messages) > 1:
+            raise click.UsageError(f"{jobid} is an array of {len(messages)} jobs: name one "
+                                   f"task (e.g. {messages[0]['jobid']}) to write files")
+        if eml is not None:
+            eml.write_bytes(base64.b64decode(messages[0]["eml_base64"]))
+        if html is not None:
+            html.write_text(messages[0]["html"], encoding="utf-8")
+        for path in (eml, html):
+            if path is not None:
+                click.echo(f"wrote {path}")
+        return
+    click.echo("\n\n".join(f"Subject: {m['subject']}\n\n{m['text'].rstrip()}"
+                           for m in messages))
+
+
+def mail_set(cfg: Config, on: bool, user: str | None) -> int:
+    params = [("enabled", "true" if on else "false")]
+    if user:
+        params.append(("user", user))
+    return int(_call(cfg, "POST", "/v1/mail", params)["uid"])
+
+
+def mail_status(cfg: Config, user: str | None) -> dict[str, Any]:
+    doc: dict[str, Any] = _call(cfg, "GET", "/v1/mail", [("user", user)] if user else [])
+    return doc
+
+
+def fetch_usage(cfg: Config, start: float, end: float, attribution: bool) -> dict[str, Any]:
+    params = [("start", repr(start)), ("end", repr(end))]
+    if attribution:
+        params.append(("attribution", "1"))
+    usage: dict[str, Any] = _call(cfg, "GET", "/v1/usage", params)["usage"]
+    return usage

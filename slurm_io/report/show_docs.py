@@ -1,0 +1,50 @@
+"""The documents of `jobio show`: one per job, the same for `--json`, the tables and the
+service (`GET /v1/show`, docs/service.md), so that every way in shows the same figures.
+
+What a caller sees is whatever its database role may read (row-level security): another
+user's job comes back as missing, exactly like a job that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+def show_documents(conn: psycopg.Connection, specs: list[str], user: str | None,
+                   start: float | None, end: float | None, *, now: float,
+                   resolution: float) -> tuple[list[dict[str, Any]], list[str]]:
+    """(reports, missing): the reports of the jobs named by `specs` (sacct -j syntax, already
+    checked against JOBID_ARG) and, when `user` is given, of that user's jobs that ran in
+    [start, end]; `missing` names the specs with no job and no I/O."""
+    from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
+    from slurm_io.report.show import job_report, parse_job_spec
+
+    infos: list[JobInfo] = []
+    missing: list[str] = []
+    for spec in specs:
+        parsed = parse_job_spec(spec)
+        if parsed is None:
+            raise ValueError(f"not a job id: {spec!r}")
+        found = find_jobs(conn, spec)
+        if not found and parsed.display is None:
+            # not (yet) in the job table: what the collectors stored under its id
+            n = parsed.number
+            found = [JobInfo(n, str(n), None, None, None, None, None, (), None, None,
+                             None, None, None, None)]
+        if not found:
+            missing.append(spec)
+        infos += found
+    if user:
+        end = now if end is None else end
+        infos += user_jobs(conn, user, end - 86400 if start is None else start, end)
+    reports = []
+    for info in infos:
+        r = job_report(conn, info, now=now, resolution=resolution)
+        if info.start is None and not r["totals"]:
+            missing.append(info.jobid)
+            continue
+        reports.append(r)
+    return reports, missing

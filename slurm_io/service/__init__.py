@@ -1,0 +1,1 @@
+"""`jobio serve`: the read service on the database host (docs/service.md, docs/deploy.md)."""
