@@ -49,8 +49,8 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
                       "--sacct", c.command("sacct"))
     assert code == 0, out
     with psycopg.connect(db_dsn) as conn:
-        specs = [*(v for k, v in ids.items() if k != "het"), *het_raw]
-        infos = [i for spec in specs for i in find_jobs(conn, str(spec))]
+        # a het job's id names all its components, as in sacct -j (each has its own raw id)
+        infos = [i for spec in ids.values() for i in find_jobs(conn, str(spec))]
         states = {i.jobid: i.state for i in infos}
     assert len(infos) == 4 + 3 + 2  # the array's three tasks, the het job's two components
     assert {i.jobid for i in infos if i.job in het_raw} == {f"{ids['het']}+0",
@@ -71,9 +71,8 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
 
     with_io = [i for i in infos if expected[i.job].write_bytes]
     assert len(with_io) == len(infos)  # every job ran long enough for whole read intervals
-    # (a het component by its raw id: the CLI's `L+o` form is another change)
-    code, out = jobio("--dsn", db_dsn, "show", "--json",
-                      *(str(i.job) if "+" in i.jobid else i.jobid for i in infos))
+    # every id form sacct prints: `J`, `A_T` and a het component's `L+o`
+    code, out = jobio("--dsn", db_dsn, "show", "--json", *(i.jobid for i in infos))
     assert code == 0, out
     shown = {j["job"]: j for j in json.loads(out)}
     # the SLUID, where the release has one (24.11+: asked from sacct by `jobs sync`)
