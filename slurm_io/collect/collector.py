@@ -71,6 +71,8 @@ class Collector:
         self.floor = -math.inf  # reads up to this time are stored already
         self._store = StateStore(self.state_path)
         self._load()
+        if self._store.reset:
+            self._after_spooled()
         dropped = spool.discard_after(name, self.seq)
         if dropped:
             log.warning("%s: discarded %d spooled batch(es) whose state was never saved "
@@ -89,11 +91,24 @@ class Collector:
             for line in store.damage:
                 log.warning("%s: collector state %s: %s%s", self.name, self.state_path, line,
                             f"; lost: {lost}" if lost else "")
-                self.problems.append(Problem("state", line, origin=str(self.state_path),
-                                             lost=lost))
+                # the loss itself is recorded with its interval at the next read (_note)
+                self.problems.append(Problem("state", line, origin=str(self.state_path)))
         if store.reset:
             self.floor = max(self.floor, store.floor)
             self.lost_since = store.floor
+
+    def _after_spooled(self) -> None:
+        """A damaged state may not know its last batches: those still spooled are kept
+        (and sent); numbers and reads continue after the newest of them."""
+        for path in reversed(self.spool.pending(self.name)):
+            try:
+                last = self.spool.load(path)
+            except (OSError, ValueError, EOFError, TypeError, KeyError):
+                continue  # the flush quarantines it
+            self.seq = max(self.seq, last.seq)
+            self.floor = max(self.floor, last.read_time)
+            self.lost_since = self.floor
+            return
 
     @property
     def previous(self) -> dict[str, dict[str, Entry]]:
@@ -139,8 +154,7 @@ class Collector:
             lost = f"{self.name}: I/O after {_utc(db_time)} up to the next read of each target"
             log.warning("%s: %s (newest stored read %s, batch %d); reads up to it are "
                         "skipped; lost: %s", self.name, reason, _utc(db_time), db_seq, lost)
-            self.problems.append(Problem("state", reason, origin=str(self.state_path),
-                                         lost=lost))
+            self.problems.append(Problem("state", reason, origin=str(self.state_path)))
         if db_seq > self.seq:
             # a spooled batch numbered at or below db_seq would be taken for a stored one
             for path in self.spool.pending(self.name):

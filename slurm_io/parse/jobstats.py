@@ -90,7 +90,11 @@ def decode_job_id(raw: str) -> str:
     if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
         s = s[1:-1]
     if "\\x" in s:
-        s = clean(_ESCAPE.sub(_unescape, s.encode("utf-8", "surrogatepass")))
+        # ':' is by far the most common escape (2.15.2 escapes the separators of %j:%u:%H);
+        # resolving it by replace keeps the fast path as fast as before
+        s = s.replace("\\x3A", ":")
+        if "\\x" in s:
+            s = clean(_ESCAPE.sub(_unescape, s.encode("utf-8", "surrogatepass")))
     return s
 
 

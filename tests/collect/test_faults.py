@@ -302,3 +302,19 @@ def test_an_upgraded_collector_keeps_its_state_of_the_database_that_has_its_batc
     _fault_run(cluster, db_dsn, tmp_path / "state", _legacy_snapshots)
     assert stored_rows(db_dsn) == undisturbed
     assert problems(db_dsn) == []
+
+
+def test_a_damaged_state_keeps_the_batches_still_spooled_and_numbers_after_them(tmp_path):
+    from slurm_io.collect.collector import Collector
+    from slurm_io.model import Batch
+
+    spool = Spool(tmp_path / "spool")
+    for seq in (5, 6, 7):  # spooled during an outage, then the state file was damaged
+        spool.put(Batch("oss01", seq, START + 120 * seq, (), [], 0, 0, 0, 0))
+    path = cut(tmp_path)
+    path.parent.mkdir()
+    path.write_bytes(b"not a state")
+    c = Collector("oss01", tmp_path, spool, ClassifyCache(JobIdGrammar()), 120.0)
+    assert c.seq == 7 and spool.depth() == 3
+    assert c.last_read_time == START + 120 * 7 and c.lost_since == START + 120 * 7
+    assert [p.source for p in c.problems] == ["state"] and c.problems[0].lost is None
