@@ -32,7 +32,9 @@ case ",${SLURM_IO_EXTRAS:-}," in
         /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
         command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
         command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
-        command -v ip >/dev/null 2>&1 || need_apt+=(iproute2) ;;
+        command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+        # tests/collect/test_kill_during_save.py holds one system call of a state save
+        command -v strace >/dev/null 2>&1 || need_apt+=(strace) ;;
 esac
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
