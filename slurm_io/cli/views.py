@@ -123,7 +123,7 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     elif fmt:
         if reports:
             click.echo(show_mod.table(reports, fmt, header=not noheader))
-    else:
+    elif reports:
         click.echo("\n\n".join(show_mod.render(r, targets=targets, timeline=timeline)
                                 for r in reports))
     for j in missing:
