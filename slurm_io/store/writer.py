@@ -137,21 +137,7 @@ def _write(conn: psycopg.Connection, batch: Batch, *, every_day: bool) -> bool:
     new_targets: dict[str, int] = {}
     new_hosts: dict[str, int] = {}
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute(
-            """
-            INSERT INTO ingest_batch (collector, seq, read_time, n_rows, n_entries,
-                n_problems, n_repaired, n_unattributable, targets)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-            ON CONFLICT (collector, seq) DO NOTHING
-            RETURNING 1
-            """,
-            (
-                batch.collector, batch.seq, datetime.fromtimestamp(batch.read_time, UTC),
-                len(pairs), batch.n_entries, batch.n_problems, batch.n_repaired,
-                batch.n_unattributable, list(batch.targets),
-            ),
-        )
-        if cur.fetchone() is None:
+        if not _claim(cur, batch, batch.collector, len(pairs), list(batch.targets)):
             return False  # already ingested: the empty transaction just commits
         if pairs:
             # Rows naming a target or host without a cached id wait in `late` while the
@@ -170,6 +156,25 @@ def _write(conn: psycopg.Connection, batch: Batch, *, every_day: bool) -> bool:
     dims.targets.update(new_targets)
     dims.hosts.update(new_hosts)
     return True
+
+
+def _claim(cur: psycopg.Cursor, batch: Batch, collector: str, n_rows: int,
+           targets: list[str]) -> bool:
+    """Record the batch in ingest_batch (same transaction as its rows); False when it is
+    there already, i.e. stored before (exactly once: its rows are not written again)."""
+    cur.execute(
+        """
+        INSERT INTO ingest_batch (collector, seq, read_time, n_rows, n_entries,
+            n_problems, n_repaired, n_unattributable, targets)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (collector, seq) DO NOTHING
+        RETURNING 1
+        """,
+        (collector, batch.seq, datetime.fromtimestamp(batch.read_time, UTC), n_rows,
+         batch.n_entries, batch.n_problems, batch.n_repaired, batch.n_unattributable,
+         targets),
+    )
+    return cur.fetchone() is not None
 
 
 def _copy(cur: psycopg.Cursor, pairs: list[tuple[Delta, JobId]], targets: dict[str, int],
@@ -252,21 +257,7 @@ def _write_isolating(conn: psycopg.Connection, batch: Batch) -> bool:
     partitions.ensure_days(conn, _days(ends))
     refused: list[tuple[tuple[Delta, JobId], str]] = []
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute(
-            """
-            INSERT INTO ingest_batch (collector, seq, read_time, n_rows, n_entries,
-                n_problems, n_repaired, n_unattributable, targets)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-            ON CONFLICT (collector, seq) DO NOTHING
-            RETURNING 1
-            """,
-            (
-                collector, batch.seq, datetime.fromtimestamp(batch.read_time, UTC),
-                len(pairs), batch.n_entries, batch.n_problems, batch.n_repaired,
-                batch.n_unattributable, [clean(t) for t in batch.targets],
-            ),
-        )
-        if cur.fetchone() is None:
+        if not _claim(cur, batch, collector, len(pairs), [clean(t) for t in batch.targets]):
             return False
         targets = _target_ids(cur, {d.target for d, _ in pairs})
         hosts = _host_ids(cur, {j.host for _, j in pairs if j.host})

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from tests.jobs.test_sacct import row
 from tests.shared import shared_file
 
 JOBIO = str(Path(sys.executable).with_name("jobio"))
@@ -21,16 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 HEADER = "|".join(SACCT_FIELDS)
 
 
-def row(**kw: str) -> str:
-    base = {
-        "JobID": "100", "JobIDRaw": "100", "JobName": "job", "User": "alice", "UID": "1002",
-        "Account": "research", "Partition": "debug", "State": "COMPLETED",
-        "ExitCode": "0:0", "Submit": "2026-11-21T05:30:00", "Start": "2026-11-21T05:30:01",
-        "End": "2026-11-21T05:30:09", "NNodes": "1", "NodeList": "node01",
-        "WorkDir": "/home/alice", "SubmitLine": "sbatch job.sh",
-    }
-    base.update(kw)
-    return "|".join(base[f] for f in SACCT_FIELDS)
 
 
 def ids(n: int) -> dict[str, str]:
