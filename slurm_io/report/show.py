@@ -1,8 +1,9 @@
 """`jobio show` / `jobio JOBID`: a job's I/O, like sacct shows its accounting.
 
-Figures come from attribute.sql at call time, so a running job shows its I/O so far and a
-finished one everything the collectors stored. The JSON keeps every counter by its Lustre
-name; the tables humanise bytes.
+A finished job's figures are the stored results of attribution (job_io, written once by
+`jobio attribute` or the mail reporter, revised when late data comes); a running job's, or a
+finished one not attributed completely yet, are computed at call time by the same functions.
+The JSON keeps every counter by its Lustre name; the tables humanise bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until
+from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until, stored_job_io
 from slurm_io.report.counters import human_bytes
 
 
@@ -24,9 +25,14 @@ def _iso(t: float | None) -> str | None:
 def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
                resolution: float = 120.0) -> dict[str, Any]:
     now = time.time() if now is None else now
-    io = attribute_job(conn, info.window, now=now, resolution=resolution)
-    done_until = data_complete_until(conn)
-    complete = (info.end is not None and done_until is not None and done_until >= info.end)
+    stored = stored_job_io(conn, info.job) if info.end is not None else None
+    if stored is not None and (stored.complete or stored.current):
+        io, complete, revision = stored.io, stored.complete, stored.revision
+    else:
+        io = attribute_job(conn, info.window, now=now, resolution=resolution)
+        done_until = data_complete_until(conn)
+        complete = (info.end is not None and done_until is not None and done_until >= info.end)
+        revision = None
     return {
         "jobid": info.jobid,
         "job": info.job,
@@ -44,6 +50,7 @@ def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = N
         "work_dir": info.work_dir,
         "running": info.end is None and info.start is not None,
         "complete": complete,
+        "revision": revision,  # of the stored figures; None: computed now
         **io.as_json(),
         "lassi": lassi_summary(conn, info.job),
     }
@@ -102,10 +109,14 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
                     if k not in ("read_bytes", "write_bytes", "read_bytes_samples",
                                  "write_bytes_samples", "read", "write") and v),
         f"  recovered from job-less ids {_pct(r['recovered'], t)}, "
-        f"ambiguous (shared with the user's other jobs) {_pct(r['ambiguous'], t)}, "
+        f"ambiguous (shared with the user's other jobs) {_pct(r['ambiguous'], t)} "
+        f"(split by evidence {_pct(r.get('ambiguous_evidence', {}), t)}, "
+        f"by time {_pct(r.get('ambiguous_time', {}), t)}), "
         f"split pro rata at the job's edges {_pct(r['split'], t)}"
         + ("" if r["complete"] or r["running"] else "  [collectors have not read past the "
-           "job's end yet: figures may grow]"),
+           "job's end yet: figures may grow]")
+        + (f"  [revised after late data: revision {r['revision']}]"
+           if (r.get("revision") or 1) > 1 else ""),
     ]
     lines += lassi_line(r.get("lassi"))
     if targets:
