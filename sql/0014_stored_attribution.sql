@@ -15,6 +15,12 @@ ALTER TABLE job_io
     ADD COLUMN revision     integer NOT NULL DEFAULT 1,   -- 1 + number of times the figures changed
     ADD COLUMN data_until   timestamptz;                  -- newest batch ingest time considered
 
+-- The entry's start_time (Lustre 2.15.2+: when it was created) where it lies inside the
+-- delta's interval (the entry is new or re-created): nothing of the delta happened before it,
+-- which narrows the interval attribution shares out (slurm_io.attribute.evidence.effective).
+-- NULL otherwise (one bit), so it costs nothing on most rows.
+ALTER TABLE jobstats_delta ADD COLUMN entry_start timestamptz;
+
 -- Per job, hour (h, h + 1 h] of ts_end (long intervals spread evenly over their hours, as
 -- LASSi does), filesystem and target kind: the job's attributed counters and their recovered
 -- part. Kept for years (docs/storage.md) after the raw deltas are dropped.

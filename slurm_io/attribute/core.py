@@ -58,6 +58,7 @@ class DeltaRow(NamedTuple):
     counters: dict[str, int]  # Lustre counter name -> delta (bytes for *_bytes)
     sizes: dict[str, tuple[int, int | None, int | None, tuple[tuple[str, int], ...] | None]]
     # sizes: "read"/"write" -> (requests, min, max, hist) of the byte counter in the interval
+    entry_start: float | None = None  # the entry was created then, inside the interval
 
 
 class JobWindow(NamedTuple):

@@ -77,12 +77,15 @@ def effective(d: DeltaRow) -> Interval:
     """The interval in which the delta's I/O can have happened.
 
     An entry's snapshot_time is its last update: nothing moved after it, so the interval
-    ends there when it is inside the read interval (epoch times only).
+    ends there when it is inside the read interval (epoch times only). Its start_time
+    (2.15.2+) is its creation: nothing moved before it, so a new entry's interval starts there.
     """
-    end = d.ts_end
-    if d.last_update is not None and d.ts_start < d.last_update < d.ts_end:
+    start, end = d.ts_start, d.ts_end
+    if d.last_update is not None and start < d.last_update < end:
         end = d.last_update
-    return d.ts_start, end
+    if d.entry_start is not None and start < d.entry_start < end:
+        start = d.entry_start
+    return start, end
 
 
 def run_of(c: JobWindow, now: float) -> Interval:

@@ -28,11 +28,12 @@ DELTA_SELECT = (
     "extract(epoch FROM d.last_update)::float8, t.name, h.name, d.id_class, d.job, d.uid, "
     "d.read_bytes_min, d.read_bytes_max, d.read_bytes_hist, "
     "d.write_bytes_min, d.write_bytes_max, d.write_bytes_hist, d.extra, "
+    "extract(epoch FROM d.entry_start)::float8, "
     + ", ".join(col for _, col in _COUNTER_COLS)
     + " FROM jobstats_delta d JOIN fs_target t USING (target_id) "
     "LEFT JOIN host h USING (host_id) "
 )
-_N_FIXED = 15
+_N_FIXED = 16
 _NAMES = [name for name, _ in _COUNTER_COLS]
 # deltas naming a job may come up to a day late or early (clock skew, late collectors)
 MARGIN = 86400.0
@@ -83,7 +84,8 @@ def delta_rows(cur: psycopg.Cursor) -> list[DeltaRow]:
             sizes["read"] = (int(r[_N_FIXED + 1]), r[8], r[9], _hist(r[10]))
         if r[_N_FIXED + 3]:  # write_bytes_samples
             sizes["write"] = (int(r[_N_FIXED + 3]), r[11], r[12], _hist(r[13]))
-        out.append(DeltaRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes))
+        out.append(DeltaRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes,
+                            r[15]))
     return out
 
 

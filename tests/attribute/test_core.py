@@ -116,3 +116,14 @@ def test_small_share_from_histograms_and_unknown_when_bounds_straddle():
                wmax=MiB)]
     q = attribute(JOB, d, [], [], now=5000).quality
     assert q["write_small_share"] is None and q["write_small_share_basis"] == 0.0
+
+
+def test_a_new_entry_created_after_the_job_started_is_wholly_the_jobs():
+    # read interval (940, 1060]; the job started at 1000; Lustre created the `:uid:host` entry
+    # at 1010 (start_time, 2.15.2+): nothing of it happened before the job, so it is all its
+    d = delta(940, 1060, wb=1200)._replace(entry_start=1010.0)
+    io = attribute(JOB, [], [d], [JOB], now=5000)
+    assert io.totals == {"write_bytes": 1200} and io.split == {}
+    # without start_time the same delta is split pro rata (60 of 120 s)
+    assert attribute(JOB, [], [delta(940, 1060, wb=1200)], [JOB], now=5000).totals == {
+        "write_bytes": 600}
