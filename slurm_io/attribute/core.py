@@ -88,8 +88,15 @@ def share(d: DeltaRow, job: JobWindow, candidates: Sequence[JobWindow], now: flo
 _FACET_INDEX = {"read": 0, "write": 1, "ops": 2}
 
 
+_WHOLE = (1.0, 1.0, 1.0)
+
+
 def _add3(dst: dict[str, float], src: dict[str, int], f: tuple[float, ...]) -> None:
     """Add counters, each times the fraction of its facet (read, write, ops)."""
+    if f == _WHOLE:  # a delta naming the job: the common case, no facets to look up
+        for k, v in src.items():
+            dst[k] = dst.get(k, 0.0) + v
+        return
     for k, v in src.items():
         x = f[_FACET_INDEX[facet(k)]]
         if x:
@@ -256,7 +263,7 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
     def take(d: DeltaRow, f: tuple[float, float, float], recovered: bool = False) -> None:
         _add3(totals, d.counters, f)
         buckets = spread_buckets(d.ts_start, d.ts_end, HOUR)
-        part = tuple(x / len(buckets) for x in f)
+        part = f if len(buckets) == 1 else tuple(x / len(buckets) for x in f)
         key_fs, key_kind = d.target.rsplit("-", 1)[0], target_kind(d.target)
         for h in buckets:
             slot = hours.setdefault((h, key_fs, key_kind), ({}, {}))
@@ -278,7 +285,7 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
 
     for d in direct:
         n_direct += 1
-        take(d, (1.0, 1.0, 1.0))
+        take(d, _WHOLE)
     by_node_jobs: dict[str, list[JobWindow]] = defaultdict(list)
     for c in competitors:
         for n in c.nodes:
@@ -318,7 +325,7 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
                                        for x, r in zip(f3, rules, strict=True)))
         _add3(by_time, d.counters, tuple(x if r == TIME else 0.0
                                          for x, r in zip(f3, rules, strict=True)))
-        a, b = effective(d)
+        a, b = effective(d, created=True)
         if overlap(a, b, *run) < (b - a) - 1e-9:
             _add3(split_part, d.counters, f3)
     tot = _ints(totals)

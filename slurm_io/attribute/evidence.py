@@ -73,17 +73,19 @@ def target_kind(target: str) -> str:
     return "MDT" if "-MDT" in target else "OST"
 
 
-def effective(d: DeltaRow) -> Interval:
+def effective(d: DeltaRow, created: bool = False) -> Interval:
     """The interval in which the delta's I/O can have happened.
 
     An entry's snapshot_time is its last update: nothing moved after it, so the interval
-    ends there when it is inside the read interval (epoch times only). Its start_time
-    (2.15.2+) is its creation: nothing moved before it, so a new entry's interval starts there.
+    ends there when it is inside the read interval (epoch times only). With `created`, its
+    start_time (2.15.2+) too: nothing moved before the entry was created. split() uses that
+    for a delta one job can own (the job's edges); between several candidates it weighs the
+    read interval, as their own rows are read intervals (narrowing there measured worse).
     """
     start, end = d.ts_start, d.ts_end
     if d.last_update is not None and start < d.last_update < end:
         end = d.last_update
-    if d.entry_start is not None and start < d.entry_start < end:
+    if created and d.entry_start is not None and start < d.entry_start < end:
         start = d.entry_start
     return start, end
 
@@ -226,20 +228,24 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     """How facet `i` of `:uid:host` delta `d` divides among `candidates` (jobs of the uid on
     d's node). `blind`: sorted disjoint stretches in which the uid's activity of d's kind on
     that node went to `:uid:host` entries (d's own interval included or not)."""
-    a, b = effective(d)
-    length = b - a
-    if length <= 0:  # an instant cannot be weighed: the jobs running then share it
-        inside = [c for c in candidates if run_of(c, now)[0] <= b and run_of(c, now)[1] >= a]
-        if not inside:
-            return Split({}, SINGLE)
-        return Split({c.job: 1.0 / len(inside) for c in inside},
-                     SINGLE if len(inside) == 1 else TIME)
     runs = {c.job: run_of(c, now) for c in candidates}
-    over = {j: overlap(a, b, *r) for j, r in runs.items()}
-    active = [c for c in candidates if over[c.job] > 0]
+    active: list[JobWindow] = []
+    for created in (True, False):
+        a, b = effective(d, created)
+        length = b - a
+        if length <= 0:  # an instant: the jobs running then, each as if for a second
+            active = [c for c in candidates if runs[c.job][0] <= b and runs[c.job][1] >= a]
+            over = {c.job: 1.0 for c in active}
+            part = 1.0
+        else:
+            over = {j: overlap(a, b, *r) for j, r in runs.items()}
+            active = [c for c in candidates if over[c.job] > 0]
+            part = covered((max(a, runs[c.job][0]), min(b, runs[c.job][1]))
+                           for c in active) / length
+        if len(active) < 2:
+            break
     if not active:
         return Split({}, SINGLE)
-    part = covered((max(a, runs[c.job][0]), min(b, runs[c.job][1])) for c in active) / length
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
     weights = _evidence_weights(d, i, active, runs, over, evidence, blind)
@@ -248,7 +254,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         weights, rule = {c.job: over[c.job] for c in active}, TIME
     total = sum(weights.values())
     fractions = {j: part * w / total for j, w in weights.items()}
-    out = capped(d, i, fractions, {c.job: over[c.job] for c in active}, evidence)
+    # caps compare rates over read intervals, as the peaks are measured
+    over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
+    out = capped(d, i, fractions, over_read, evidence)
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     return Split(out, rule)
@@ -259,7 +267,7 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       blind: Sequence[Interval]) -> dict[int, float] | None:
     if d.node is None:
         return None
-    a, b = effective(d)
+    a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
     kind = target_kind(d.target)
     seen = [c for c in active if evidence.seen(d.node, c.job, kind, a, b)]
     if seen and len(seen) < len(active):
@@ -316,7 +324,7 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     if amount <= 0 or d.node is None or len(fractions) < 2:
         return fractions
     kind = target_kind(d.target)
-    a, b = effective(d)
+    a, b = d.ts_start, d.ts_end
     caps: dict[int, float] = {}
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])

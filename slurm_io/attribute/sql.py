@@ -212,14 +212,11 @@ def _hour_rows(j: JobWindow, io: JobIO) -> list[tuple[Any, ...]]:
 def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool) -> int:
     """Store (replace) the job's figures and hours; returns the revision: 1 for the first,
     one more each time the totals change (late data), unchanged when they do not."""
-    prev = conn.execute("SELECT totals, revision FROM job_io WHERE job = %s",
-                        (j.job,)).fetchone()
-    revision = 1 if prev is None else prev[1] + (prev[0] != io.totals)
-    conn.execute(
+    r = conn.execute(
         """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered, ambiguous,
                                by_target, by_node, timeline, quality, split, by_evidence,
                                by_time, n_direct, n_recovered, revision, data_until)
-           VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+           VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
                    (SELECT max(ingested_at) FROM ingest_batch))
            ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
              complete = EXCLUDED.complete, totals = EXCLUDED.totals,
@@ -228,14 +225,18 @@ def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bo
              timeline = EXCLUDED.timeline, quality = EXCLUDED.quality,
              split = EXCLUDED.split, by_evidence = EXCLUDED.by_evidence,
              by_time = EXCLUDED.by_time, n_direct = EXCLUDED.n_direct,
-             n_recovered = EXCLUDED.n_recovered, revision = EXCLUDED.revision,
-             data_until = EXCLUDED.data_until""",
+             n_recovered = EXCLUDED.n_recovered,
+             revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int,
+             data_until = EXCLUDED.data_until
+           RETURNING revision, xmax = 0""",
         (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
          json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
          json.dumps(io.timeline), json.dumps(io.quality), json.dumps(io.split),
-         json.dumps(io.by_evidence), json.dumps(io.by_time), io.n_direct, io.n_recovered,
-         revision))
-    conn.execute("DELETE FROM job_io_hour WHERE job = %s", (j.job,))
+         json.dumps(io.by_evidence), json.dumps(io.by_time), io.n_direct, io.n_recovered)
+    ).fetchone()
+    revision, inserted = r if r is not None else (1, True)
+    if not inserted:  # a new row has no hours yet
+        conn.execute("DELETE FROM job_io_hour WHERE job = %s", (j.job,))
     rows = _hour_rows(j, io)
     if rows:
         with conn.cursor().copy(

@@ -9,51 +9,38 @@ The JSON keeps every counter by its Lustre name; the tables humanise bytes.
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from typing import Any
 
 import psycopg
 
 from slurm_io.attribute.sql import JobInfo, attribute_job, data_complete_until, stored_job_io
 from slurm_io.report.counters import human_bytes
+from slurm_io.report.jobreport import JobReport, iso
 
 
 def _iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t).isoformat(timespec="seconds")
+    return iso(t)
+
+
+def report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
+           resolution: float = 120.0) -> JobReport:
+    """The typed report of a job: stored figures for a finished job (computed when there
+    are none yet, or new data came since), computed figures for a running one."""
+    now = time.time() if now is None else now
+    stored = stored_job_io(conn, info.job) if info.end is not None else None
+    if stored is not None and (stored.complete or stored.current):
+        return JobReport(info, stored.io, stored.complete, stored.revision, now,
+                         lassi_summary(conn, info.job))
+    io = attribute_job(conn, info.window, now=now, resolution=resolution)
+    done_until = data_complete_until(conn)
+    complete = (info.end is not None and done_until is not None and done_until >= info.end)
+    return JobReport(info, io, complete, None, now, lassi_summary(conn, info.job))
 
 
 def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
                resolution: float = 120.0) -> dict[str, Any]:
-    now = time.time() if now is None else now
-    stored = stored_job_io(conn, info.job) if info.end is not None else None
-    if stored is not None and (stored.complete or stored.current):
-        io, complete, revision = stored.io, stored.complete, stored.revision
-    else:
-        io = attribute_job(conn, info.window, now=now, resolution=resolution)
-        done_until = data_complete_until(conn)
-        complete = (info.end is not None and done_until is not None and done_until >= info.end)
-        revision = None
-    return {
-        "jobid": info.jobid,
-        "job": info.job,
-        "user": info.user,
-        "uid": info.uid,
-        "account": info.account,
-        "partition": info.partition,
-        "name": info.name,
-        "nodes": list(info.nodes),
-        "start": _iso(info.start),
-        "end": _iso(info.end),
-        "elapsed": (round((info.end or now) - info.start) if info.start is not None else None),
-        "state": info.state,
-        "exit_code": info.exit_code,
-        "work_dir": info.work_dir,
-        "running": info.end is None and info.start is not None,
-        "complete": complete,
-        "revision": revision,  # of the stored figures; None: computed now
-        **io.as_json(),
-        "lassi": lassi_summary(conn, info.job),
-    }
+    """`report(...)` at the edge: the JSON form (`jobio show --json`, the pages)."""
+    return report(conn, info, now=now, resolution=resolution).as_json()
 
 
 def lassi_summary(conn: psycopg.Connection, job: int) -> dict[str, Any] | None:
