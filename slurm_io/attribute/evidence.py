@@ -22,8 +22,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    its run that the window observed: first on the delta's own target, else on any target of
    the same kind (MDT or OST), else on the same kind over the widest window. A candidate
    observed doing nothing there has rate 0: that is evidence too.
-3. Weight = rate x the candidate's overlap with the delta's interval; the delta's covered part
-   (covered / length, as for a single job) is divided by weight. Where a candidate was never
+3. Weight = rate x the candidate's overlap with the delta's interval; the delta is divided by
+   weight (all of it: see split()). Where a candidate was never
    observed (its run lies wholly in blind time) or no candidate moved that facet in the
    window, the split falls back to time overlap.
 
@@ -130,10 +130,6 @@ def subtract(lo: float, hi: float, holes: Sequence[Interval]) -> list[Interval]:
     return out
 
 
-def covered(spans: Iterable[Interval]) -> float:
-    return sum(b - a for a, b in merge(spans))
-
-
 class Row(NamedTuple):
     """A delta named by a job, reduced to what evidence needs."""
 
@@ -236,14 +232,15 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         if length <= 0:  # an instant: the jobs running then, each as if for a second
             active = [c for c in candidates if runs[c.job][0] <= b and runs[c.job][1] >= a]
             over = {c.job: 1.0 for c in active}
-            part = 1.0
         else:
             over = {j: overlap(a, b, *r) for j, r in runs.items()}
             active = [c for c in candidates if over[c.job] > 0]
-            part = covered((max(a, runs[c.job][0]), min(b, runs[c.job][1]))
-                           for c in active) / length
         if len(active) < 2:
             break
+    # A compute node runs a user's processes only inside their jobs (pam_slurm_adopt): the
+    # part of the interval no job of the uid covers is a job's start-up or wind-down, or no
+    # I/O at all; so the jobs that overlap the interval share the whole delta.
+    part = 1.0
     if not active:
         return Split({}, SINGLE)
     if len(active) == 1:

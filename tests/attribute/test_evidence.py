@@ -140,16 +140,19 @@ def test_blind_stretches_are_not_counted_as_observed_time():
     assert s.rule == EVIDENCE and s.fractions[2] == pytest.approx(0.5)
 
 
-def test_the_jobs_never_get_more_than_the_part_they_cover():
-    # the delta spans 3800-4200 but job 2 (and any job) only runs from 4000: 3800-4000 is
-    # covered by job 1 alone; the evidence divides covered/length, nothing more
+def test_the_jobs_that_overlap_share_the_whole_delta_and_never_more():
+    # the delta spans 3800-4200 but job 2 runs only from 4000 and job 1 from 3900: 3800-3900
+    # is no job's time, so I/O in it can only have been a job's start (no processes of a
+    # user outside their jobs on a compute node); the two share all of it, no more
     early = JobWindow(1, 1000, ("n1",), 3900.0, 10000.0)
     late = JobWindow(2, 1000, ("n1",), 4000.0, 10000.0)
     d = row(3800, 4200, wb=1000)
     e = ev(*direct_around(1, 4200, 5000, per_read=300), *direct_around(2, 4200, 5000,
                                                                        per_read=300))
     s = split(d, WRITE, [early, late], e, [], now=20000)
-    assert sum(s.fractions.values()) == pytest.approx(300 / 400)
+    assert sum(s.fractions.values()) == pytest.approx(1.0)
+    # equal rates: by overlap, 300 s against 200 s
+    assert s.fractions[1] == pytest.approx(0.6)
 
 
 def test_no_job_is_given_more_than_twice_the_highest_rate_it_showed():
