@@ -25,7 +25,7 @@ ALTER TABLE jobstats_delta ADD COLUMN entry_start timestamptz;
 -- LASSi does), filesystem and target kind: the job's attributed counters and their recovered
 -- part. Kept for years (docs/storage.md) after the raw deltas are dropped.
 CREATE TABLE job_io_hour (
-    job        bigint NOT NULL REFERENCES job (job) ON DELETE CASCADE,
+    job        bigint NOT NULL REFERENCES job_io (job) ON DELETE CASCADE,  -- goes with its job_io
     hour       timestamptz NOT NULL,
     fs         text NOT NULL,
     kind       text NOT NULL CHECK (kind IN ('MDT', 'OST', 'OTHER')),

@@ -89,6 +89,7 @@ _FACET_INDEX = {"read": 0, "write": 1, "ops": 2}
 
 
 _WHOLE = (1.0, 1.0, 1.0)
+_NO_EVIDENCE = Evidence()
 
 
 def _add3(dst: dict[str, float], src: dict[str, int], f: tuple[float, ...]) -> None:
@@ -290,7 +291,7 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
     for c in competitors:
         for n in c.nodes:
             by_node_jobs[n].append(c)
-    ev = evidence_index(job, direct, competitors, evidence) if use_evidence else Evidence()
+    ev: Evidence | None = None  # built when a delta has two candidates or more
     blind = blind_stretches(recovered)
     run = run_of(job, now)
     for d in recovered:
@@ -304,12 +305,15 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
         f = [0.0, 0.0, 0.0]
         rules = ["", "", ""]
         ids = tuple(sorted(c.job for c in cands))
+        if ev is None and len(ids) > 1:
+            ev = (evidence_index(job, direct, competitors, evidence) if use_evidence
+                  else Evidence())
         for i, name in enumerate(FACETS):
             if name in present:
                 key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)
                 s = splits.get(key) if splits is not None else None
                 if s is None:
-                    s = split(d, i, cands, ev, holes, now)
+                    s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now)
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule

@@ -147,14 +147,15 @@ RECOVERED_SQL = (
 )
 
 
-def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
+def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float, *, w: float = 0.0
+                     ) -> list[DeltaRow]:
+    """`:uid:host` deltas on the job's nodes in its run, widened by `w` on each side: with
+    the evidence window, the blind stretches next to the run tell when the competitors could
+    not be observed (attribute.evidence); outside the run the job gets none of them."""
     if j.uid is None or not j.nodes or j.start is None:
         return []
     end = j.end if j.end is not None else now
     with conn.cursor() as cur:
-        # widened by the evidence window: blind stretches next to the run tell when the
-        # competitors could not be observed (attribute.evidence); outside the run they get 0
-        w = WINDOWS[-1]
         cur.execute(RECOVERED_SQL, (list(j.nodes), j.uid, _ts(j.start - w), _ts(end + w),
                                     _ts(end + w + MARGIN)))
         return delta_rows(cur)
@@ -199,6 +200,7 @@ def attribute_job(conn: psycopg.Connection, j: JobWindow, *, now: float | None =
         comp = competitors(conn, j, lo, hi)
         others = [c.job for c in comp if c.job != j.job]
         if others and evidence:
+            rec = recovered_deltas(conn, j, now, w=WINDOWS[-1])
             ev = evidence_deltas(conn, others, lo - WINDOWS[-1], hi + WINDOWS[-1] + MARGIN / 24)
     return attribute(j, direct, rec, comp, now=now, resolution=resolution, evidence=ev,
                      splits=splits, use_evidence=evidence)
@@ -209,42 +211,50 @@ def _hour_rows(j: JobWindow, io: JobIO) -> list[tuple[Any, ...]]:
             for (h, fs, kind), (tot, rec) in io.hours.items() if tot or rec]
 
 
-def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool) -> int:
+def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool, *,
+                 hours: bool = True) -> int:
     """Store (replace) the job's figures and hours; returns the revision: 1 for the first,
-    one more each time the totals change (late data), unchanged when they do not."""
-    r = conn.execute(
-        """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered, ambiguous,
-                               by_target, by_node, timeline, quality, split, by_evidence,
-                               by_time, n_direct, n_recovered, revision, data_until)
-           VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
-                   (SELECT max(ingested_at) FROM ingest_batch))
-           ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
-             complete = EXCLUDED.complete, totals = EXCLUDED.totals,
-             recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
-             by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
-             timeline = EXCLUDED.timeline, quality = EXCLUDED.quality,
-             split = EXCLUDED.split, by_evidence = EXCLUDED.by_evidence,
-             by_time = EXCLUDED.by_time, n_direct = EXCLUDED.n_direct,
-             n_recovered = EXCLUDED.n_recovered,
-             revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int,
-             data_until = EXCLUDED.data_until
-           RETURNING revision, xmax = 0""",
-        (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
-         json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
-         json.dumps(io.timeline), json.dumps(io.quality), json.dumps(io.split),
-         json.dumps(io.by_evidence), json.dumps(io.by_time), io.n_direct, io.n_recovered)
-    ).fetchone()
-    revision, inserted = r if r is not None else (1, True)
-    if not inserted:  # a new row has no hours yet
-        conn.execute("DELETE FROM job_io_hour WHERE job = %s", (j.job,))
-    rows = _hour_rows(j, io)
+    one more each time the totals change (late data), unchanged when they do not.
+    `hours=False`: the caller stores the hours (store_hours, once for a batch)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered,
+                                   ambiguous, by_target, by_node, timeline, quality, split,
+                                   by_evidence, by_time, n_direct, n_recovered, revision,
+                                   data_until)
+               VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
+                       (SELECT max(ingested_at) FROM ingest_batch))
+               ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
+                 complete = EXCLUDED.complete, totals = EXCLUDED.totals,
+                 recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
+                 by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
+                 timeline = EXCLUDED.timeline, quality = EXCLUDED.quality,
+                 split = EXCLUDED.split, by_evidence = EXCLUDED.by_evidence,
+                 by_time = EXCLUDED.by_time, n_direct = EXCLUDED.n_direct,
+                 n_recovered = EXCLUDED.n_recovered,
+                 revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int,
+                 data_until = EXCLUDED.data_until
+               RETURNING revision""",
+            (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
+             json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
+             json.dumps(io.timeline), json.dumps(io.quality), json.dumps(io.split),
+             json.dumps(io.by_evidence), json.dumps(io.by_time), io.n_direct,
+             io.n_recovered))
+        r = cur.fetchone()
+    if hours:
+        store_hours(conn, [j.job], _hour_rows(j, io))
+    return r[0] if r else 1
+
+
+def store_hours(conn: psycopg.Connection, jobs: list[int], rows: list[tuple[Any, ...]]) -> None:
+    """Replace the stored hours of `jobs` by `rows` (one DELETE and one COPY)."""
+    conn.execute("DELETE FROM job_io_hour WHERE job = ANY(%s)", (jobs,))
     if rows:
         with conn.cursor().copy(
                 "COPY job_io_hour (job, hour, fs, kind, uid, totals, recovered) FROM STDIN"
         ) as cp:
             for r in rows:
                 cp.write_row(r)
-    return revision
 
 
 class StoredIO(NamedTuple):
@@ -334,11 +344,20 @@ def attribute_jobs(conn: psycopg.Connection, jobs: list[JobInfo], *, now: float 
     done_until = data_complete_until(conn)
     n = n_complete = 0
     splits: dict[Any, Any] = {}
+    done: list[int] = []
+    hour_rows: list[tuple[Any, ...]] = []
     for info in jobs:
         io = attribute_job(conn, info.window, now=now, resolution=resolution, splits=splits)
         complete = info.end is not None and done_until is not None and done_until >= info.end
-        store_job_io(conn, info.window, io, complete)
+        store_job_io(conn, info.window, io, complete, hours=False)
+        done.append(info.job)
+        hour_rows += _hour_rows(info.window, io)
         n += 1
         n_complete += complete
+        if len(done) >= 500:
+            store_hours(conn, done, hour_rows)
+            done, hour_rows = [], []
+    if done:
+        store_hours(conn, done, hour_rows)
     conn.commit()
     return n, n_complete
