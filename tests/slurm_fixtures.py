@@ -109,9 +109,10 @@ class SlurmCluster:
                             "-o", ",".join(fields)])
             lines = [dict(zip(fields, line.split("|"), strict=True))
                      for line in out.stdout.splitlines()[1:] if line]
+            # the testbed is shared: other jobs' ids may be `5_1`, `114+0` (het jobs)
             mine = [ln for ln in lines if int(ln["JobIDRaw"]) in ids
-                    or int(ln["JobID"].split("_")[0]) in ids]
-            seen = {int(ln["JobID"].split("_")[0]) for ln in mine} | {
+                    or _lead(ln["JobID"]) in ids]
+            seen = {_lead(ln["JobID"]) for ln in mine} | {
                 int(ln["JobIDRaw"]) for ln in mine}
             pending = [ln for ln in mine
                        if ln["State"].split()[0] in ACTIVE_STATES or ln["End"] == "Unknown"]
@@ -149,3 +150,9 @@ def ensure_cluster(lab: Path | None = None, **knobs: str) -> SlurmCluster:
 def slurm_cluster() -> SlurmCluster:
     """The real Slurm testbed (set up if needed), shared by the whole session."""
     return ensure_cluster()
+
+
+def _lead(jobid: str) -> int:
+    """The leading number of a sacct JobID (`5`, `5_1`, `114+0`)."""
+    digits = len(jobid) - len(jobid.lstrip("0123456789"))
+    return int(jobid[:digits] or -1)
