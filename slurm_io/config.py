@@ -31,6 +31,10 @@ class Config:
     # collector
     command: str = DEFAULT_COMMAND
     interval: float = 120.0
+    # retention (docs/storage.md): raw deltas by whole daily partitions; the stored results
+    # of attribution (job_io, job_io_hour) and the LASSi hours for years
+    retention_raw: str = "90d"
+    retention_results: str = "1825d"
     collector_name: str = field(default_factory=lambda: socket.gethostname().split(".")[0])
     spool_dir: Path | None = None
     command_timeout: float = 90.0
@@ -175,6 +179,8 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "mail.smtp_port": ("mail_port", int),
     "slurm.sacct": ("sacct", str),
     "slurm.scontrol": ("scontrol", str),
+    "retention.raw": ("retention_raw", str),
+    "retention.results": ("retention_results", str),
     "lassi.a": ("lassi_a", float),
     "lassi.baseline_days": ("lassi_baseline_days", int),
     "exporter.listen": ("exporter_listen", str),

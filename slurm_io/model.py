@@ -174,6 +174,9 @@ class Delta(NamedTuple):
     samples: dict[str, int]
     stats: dict[str, ByteStats]
     flags: int
+    # the entry's start_time (2.15.2+: when Lustre created it) when it lies inside (t0, t1):
+    # nothing of the delta happened before it (attribution narrows the interval); else None
+    entry_start: float | None = None
 
 
 class DeltaFlag(enum.IntFlag):

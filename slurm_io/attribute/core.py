@@ -20,9 +20,27 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from slurm_io.attribute.evidence import (
+    EVIDENCE,
+    FACETS,
+    SINGLE,
+    TIME,
+    Evidence,
+    Interval,
+    Split,
+    effective,
+    facet,
+    merge,
+    overlap,
+    run_of,
+    split,
+    target_kind,
+)
+from slurm_io.lassi.metrics import spread_buckets
 from slurm_io.model import METADATA_OPS
 
 SMALL_IO = 64 * 1024
+HOUR = 3600.0
 BYTE_KINDS = ("read", "write")
 
 
@@ -40,6 +58,7 @@ class DeltaRow(NamedTuple):
     counters: dict[str, int]  # Lustre counter name -> delta (bytes for *_bytes)
     sizes: dict[str, tuple[int, int | None, int | None, tuple[tuple[str, int], ...] | None]]
     # sizes: "read"/"write" -> (requests, min, max, hist) of the byte counter in the interval
+    entry_start: float | None = None  # the entry was created then, inside the interval
 
 
 class JobWindow(NamedTuple):
@@ -56,64 +75,33 @@ class Share(NamedTuple):
     ambiguous: bool  # other jobs of the same uid on that node compete for it
 
 
-def _effective(d: DeltaRow) -> tuple[float, float]:
-    """The interval in which the delta's I/O can have happened.
-
-    An entry's snapshot_time is its last update: nothing moved after it, so the interval
-    ends there when it is inside the read interval (epoch times only).
-    """
-    end = d.ts_end
-    if d.last_update is not None and d.ts_start < d.last_update < d.ts_end:
-        end = d.last_update
-    return d.ts_start, end
-
-
-def _overlap(a0: float, a1: float, b0: float | None, b1: float | None, now: float) -> float:
-    lo = max(a0, b0 if b0 is not None else a0)
-    hi = min(a1, b1 if b1 is not None else now)
-    return max(0.0, hi - lo)
-
-
 def share(d: DeltaRow, job: JobWindow, candidates: Sequence[JobWindow], now: float) -> Share:
-    """The part of a `:uid:host` delta that belongs to `job` (candidates include `job`)."""
-    a, b = _effective(d)
-    length = b - a
-    if length <= 0:
-        # a zero-length interval cannot be split: give it to the job(s) running at that time
-        inside = [c for c in candidates if (c.start is None or c.start <= b)
-                  and (c.end is None or c.end >= a)]
-        if job not in inside or not inside:
-            return Share(0.0, False, False)
-        return Share(1.0 / len(inside), False, len(inside) > 1)
-    mine = _overlap(a, b, job.start, job.end, now)
-    if mine <= 0:
-        return Share(0.0, False, False)
-    others = [c for c in candidates if c.job != job.job
-              and _overlap(a, b, c.start, c.end, now) > 0]
-    # the time covered by any candidate, so that concurrent jobs never get more than the delta
-    spans = sorted((max(a, c.start if c.start is not None else a),
-                    min(b, c.end if c.end is not None else now))
-                   for c in [job, *others])
-    covered, cur0, cur1 = 0.0, None, None
-    for s0, s1 in spans:
-        if s1 <= s0:
-            continue
-        if cur1 is None or s0 > cur1:
-            if cur1 is not None:
-                covered += cur1 - cur0  # type: ignore[operator]
-            cur0, cur1 = s0, s1
-        else:
-            cur1 = max(cur1, s1)
-    if cur1 is not None:
-        covered += cur1 - cur0  # type: ignore[operator]
-    total_overlap = mine + sum(_overlap(a, b, c.start, c.end, now) for c in others)
-    fraction = (covered / length) * (mine / total_overlap)
-    return Share(min(1.0, fraction), mine < length - 1e-9, bool(others))
+    """The time-overlap part of a `:uid:host` delta that belongs to `job` (candidates include
+    `job`): the rule without evidence, as views over many deltas use it."""
+    s = split(d, 0, candidates, Evidence(), (), now)
+    a, b = effective(d)
+    mine = overlap(a, b, *run_of(job, now))
+    return Share(min(1.0, s.fractions.get(job.job, 0.0)), 0 < mine < (b - a) - 1e-9,
+                 len(s.fractions) > 1)
 
 
-def _add(dst: dict[str, float], src: dict[str, int], f: float = 1.0) -> None:
+_FACET_INDEX = {"read": 0, "write": 1, "ops": 2}
+
+
+_WHOLE = (1.0, 1.0, 1.0)
+_NO_EVIDENCE = Evidence()
+
+
+def _add3(dst: dict[str, float], src: dict[str, int], f: tuple[float, ...]) -> None:
+    """Add counters, each times the fraction of its facet (read, write, ops)."""
+    if f == _WHOLE:  # a delta naming the job: the common case, no facets to look up
+        for k, v in src.items():
+            dst[k] = dst.get(k, 0.0) + v
+        return
     for k, v in src.items():
-        dst[k] = dst.get(k, 0.0) + v * f
+        x = f[_FACET_INDEX[facet(k)]]
+        if x:
+            dst[k] = dst.get(k, 0.0) + v * x
 
 
 class SizeProfile:
@@ -174,6 +162,10 @@ def quality(totals: dict[str, float], profiles: dict[str, SizeProfile]) -> dict[
 
 
 class JobIO(NamedTuple):
+    """A job's attributed I/O. `recovered` is the part of `totals` from `:uid:host` deltas;
+    `ambiguous` the part of it other jobs of the uid could own, split by what the data shows
+    (`by_evidence`) or, where it shows nothing, by time overlap (`by_time`)."""
+
     job: int
     totals: dict[str, int]
     recovered: dict[str, int]
@@ -185,10 +177,16 @@ class JobIO(NamedTuple):
     quality: dict[str, Any]
     n_direct: int
     n_recovered: int
+    by_evidence: dict[str, int]
+    by_time: dict[str, int]
+    # (hour start, fs, target kind) -> (counters, their recovered part); hours (h, h + 1 h]
+    # of ts_end, long intervals spread evenly (lassi.metrics.spread_buckets)
+    hours: dict[tuple[float, str, str], tuple[dict[str, int], dict[str, int]]]
 
     def as_json(self) -> dict[str, Any]:
         return {
             "totals": self.totals, "recovered": self.recovered, "ambiguous": self.ambiguous,
+            "ambiguous_evidence": self.by_evidence, "ambiguous_time": self.by_time,
             "split": self.split, "by_target": self.by_target, "by_node": self.by_node,
             "timeline": self.timeline, "quality": self.quality,
         }
@@ -198,73 +196,156 @@ def _ints(d: dict[str, float]) -> dict[str, int]:
     return {k: round(v) for k, v in sorted(d.items()) if round(v)}
 
 
+def _node_of(d: DeltaRow, nodes: tuple[str, ...]) -> str | None:
+    """The node of a delta naming a job: its host, or the job's only node (`%j`, `%j:%u`)."""
+    if d.node is not None:
+        return d.node
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def evidence_index(job: JobWindow, direct: Sequence[DeltaRow], competitors: Sequence[JobWindow],
+                   others: Iterable[DeltaRow]) -> Evidence:
+    """What each candidate did by its own id: the job's direct deltas and `others` (deltas
+    naming the competitors), by node."""
+    nodes = {c.job: c.nodes for c in competitors}
+    nodes[job.job] = job.nodes
+    rows = []
+    for d in direct:
+        n = _node_of(d, job.nodes)
+        if n is not None:
+            rows.append((job.job, n, d))
+    for d in others:
+        if d.job is None or d.job == job.job or d.job not in nodes:
+            continue
+        n = _node_of(d, nodes[d.job])
+        if n is not None:
+            rows.append((d.job, n, d))
+    return Evidence(rows)
+
+
+def blind_stretches(recovered: Iterable[DeltaRow]) -> dict[tuple[str, str], list[Interval]]:
+    """(node, kind) -> when the uid's activity there went to `:uid:host` entries."""
+    spans: dict[tuple[str, str], list[Interval]] = defaultdict(list)
+    for d in recovered:
+        if d.node is not None:
+            spans[(d.node, target_kind(d.target))].append(effective(d))
+    return {k: merge(v) for k, v in spans.items()}
+
+
 def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
               competitors: Sequence[JobWindow], *, now: float,
-              resolution: float = 120.0) -> JobIO:
+              resolution: float = 120.0, evidence: Iterable[DeltaRow] = (),
+              splits: dict[tuple[Any, ...], Split] | None = None,
+              use_evidence: bool = True) -> JobIO:
     """The job's I/O from its direct deltas and the `:uid:host` deltas on its nodes.
 
     `competitors` are the jobs of the same uid with a node in common (the job itself may be
-    among them); only those sharing a delta's node count for that delta.
+    among them); only those sharing a delta's node count for that delta. `evidence` are the
+    deltas naming those competitors around the `:uid:host` deltas: what splits an ambiguous
+    delta (attribute.evidence); without them (or with `use_evidence` False: for measuring
+    the rule against time alone) the split is by time overlap. `splits` caches
+    the splits of a batch: a delta two jobs share is weighed once, the same for both.
     """
+    direct = list(direct)
+    recovered = list(recovered)
     totals: dict[str, float] = {}
     rec: dict[str, float] = {}
     amb: dict[str, float] = {}
-    split: dict[str, float] = {}
+    by_ev: dict[str, float] = {}
+    by_time: dict[str, float] = {}
+    split_part: dict[str, float] = {}
     by_target: dict[str, dict[str, float]] = defaultdict(dict)
     by_node: dict[str, dict[str, float]] = defaultdict(dict)
     timeline: dict[float, list[float]] = {}
     profiles = {k: SizeProfile() for k in BYTE_KINDS}
+    hours: dict[tuple[float, str, str], tuple[dict[str, float], dict[str, float]]] = {}
     n_direct = n_rec = 0
 
-    def take(d: DeltaRow, f: float) -> None:
-        _add(totals, d.counters, f)
-        _add(by_target[d.target], d.counters, f)
+    def take(d: DeltaRow, f: tuple[float, float, float], recovered: bool = False) -> None:
+        _add3(totals, d.counters, f)
+        buckets = spread_buckets(d.ts_start, d.ts_end, HOUR)
+        part = f if len(buckets) == 1 else tuple(x / len(buckets) for x in f)
+        key_fs, key_kind = d.target.rsplit("-", 1)[0], target_kind(d.target)
+        for h in buckets:
+            slot = hours.setdefault((h, key_fs, key_kind), ({}, {}))
+            _add3(slot[0], d.counters, part)
+            if recovered:
+                _add3(slot[1], d.counters, part)
+        _add3(by_target[d.target], d.counters, f)
         if d.node:
-            _add(by_node[d.node], d.counters, f)
+            _add3(by_node[d.node], d.counters, f)
         bucket = (d.ts_end // resolution) * resolution
         row = timeline.setdefault(bucket, [0.0, 0.0, 0.0])
-        row[0] += d.counters.get("read_bytes", 0) * f
-        row[1] += d.counters.get("write_bytes", 0) * f
-        row[2] += sum(v for k, v in d.counters.items() if k in METADATA_OPS) * f
-        for kind in BYTE_KINDS:
+        row[0] += d.counters.get("read_bytes", 0) * f[0]
+        row[1] += d.counters.get("write_bytes", 0) * f[1]
+        row[2] += sum(v for k, v in d.counters.items() if k in METADATA_OPS) * f[2]
+        for i, kind in enumerate(BYTE_KINDS):
             s = d.sizes.get(kind)
             if s is not None:
-                profiles[kind].add(s[0], s[1], s[2], s[3], f)
+                profiles[kind].add(s[0], s[1], s[2], s[3], f[i])
 
     for d in direct:
         n_direct += 1
-        take(d, 1.0)
+        take(d, _WHOLE)
     by_node_jobs: dict[str, list[JobWindow]] = defaultdict(list)
     for c in competitors:
         for n in c.nodes:
             by_node_jobs[n].append(c)
+    ev: Evidence | None = None  # built when a delta has two candidates or more
+    blind = blind_stretches(recovered)
+    run = run_of(job, now)
     for d in recovered:
         if d.node is None or d.node not in job.nodes:
             continue
         cands = by_node_jobs.get(d.node, [])
         if job not in cands:
             cands = [*cands, job]
-        s = share(d, job, cands, now)
-        if s.fraction <= 0:
+        holes = blind.get((d.node, target_kind(d.target)), [])
+        present = {facet(k) for k, v in d.counters.items() if v}
+        f = [0.0, 0.0, 0.0]
+        rules = ["", "", ""]
+        ids = tuple(sorted(c.job for c in cands))
+        if ev is None and len(ids) > 1:
+            ev = (evidence_index(job, direct, competitors, evidence) if use_evidence
+                  else Evidence())
+        for i, name in enumerate(FACETS):
+            if name in present:
+                key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)
+                s = splits.get(key) if splits is not None else None
+                if s is None:
+                    s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now)
+                    if splits is not None and len(ids) > 1:
+                        splits[key] = s
+                f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule
+        if not any(f):
             continue
         n_rec += 1
-        take(d, s.fraction)
-        _add(rec, d.counters, s.fraction)
-        if s.ambiguous:
-            _add(amb, d.counters, s.fraction)
-        if s.split:
-            _add(split, d.counters, s.fraction)
+        f3 = (f[0], f[1], f[2])
+        take(d, f3, recovered=True)
+        _add3(rec, d.counters, f3)
+        amb_f = tuple(x if r != SINGLE else 0.0 for x, r in zip(f3, rules, strict=True))
+        _add3(amb, d.counters, amb_f)
+        _add3(by_ev, d.counters, tuple(x if r == EVIDENCE else 0.0
+                                       for x, r in zip(f3, rules, strict=True)))
+        _add3(by_time, d.counters, tuple(x if r == TIME else 0.0
+                                         for x, r in zip(f3, rules, strict=True)))
+        a, b = effective(d, created=True)
+        if overlap(a, b, *run) < (b - a) - 1e-9:
+            _add3(split_part, d.counters, f3)
     tot = _ints(totals)
     return JobIO(
         job=job.job,
         totals=tot,
         recovered=_ints(rec),
         ambiguous=_ints(amb),
-        split=_ints(split),
+        split=_ints(split_part),
         by_target={t: _ints(v) for t, v in sorted(by_target.items())},
         by_node={n: _ints(v) for n, v in sorted(by_node.items())},
         timeline=[[t, round(r), round(w), round(m)] for t, (r, w, m) in sorted(timeline.items())],
         quality=quality(totals, profiles),
         n_direct=n_direct,
         n_recovered=n_rec,
+        by_evidence=_ints(by_ev),
+        by_time=_ints(by_time),
+        hours={k: (_ints(t), _ints(r)) for k, (t, r) in sorted(hours.items())},
     )

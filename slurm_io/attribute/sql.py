@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobIO, JobWindow, attribute
+from slurm_io.attribute.evidence import WINDOWS
 from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
 
 _COUNTER_COLS: list[tuple[str, str]] = []
@@ -27,11 +28,12 @@ DELTA_SELECT = (
     "extract(epoch FROM d.last_update)::float8, t.name, h.name, d.id_class, d.job, d.uid, "
     "d.read_bytes_min, d.read_bytes_max, d.read_bytes_hist, "
     "d.write_bytes_min, d.write_bytes_max, d.write_bytes_hist, d.extra, "
+    "extract(epoch FROM d.entry_start)::float8, "
     + ", ".join(col for _, col in _COUNTER_COLS)
     + " FROM jobstats_delta d JOIN fs_target t USING (target_id) "
     "LEFT JOIN host h USING (host_id) "
 )
-_N_FIXED = 15
+_N_FIXED = 16
 _NAMES = [name for name, _ in _COUNTER_COLS]
 # deltas naming a job may come up to a day late or early (clock skew, late collectors)
 MARGIN = 86400.0
@@ -83,7 +85,8 @@ def delta_rows(cur: psycopg.Cursor) -> list[DeltaRow]:
             sizes["read"] = (int(r[_N_FIXED + 1]), r[8], r[9], _hist(r[10]))
         if r[_N_FIXED + 3]:  # write_bytes_samples
             sizes["write"] = (int(r[_N_FIXED + 3]), r[11], r[12], _hist(r[13]))
-        out.append(DeltaRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes))
+        out.append(DeltaRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes,
+                            r[15]))
     return out
 
 
@@ -147,13 +150,17 @@ RECOVERED_SQL = (
 )
 
 
-def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
+def recovered_deltas(conn: psycopg.Connection, j: JobWindow, now: float, *, w: float = 0.0
+                     ) -> list[DeltaRow]:
+    """`:uid:host` deltas on the job's nodes in its run, widened by `w` on each side: with
+    the evidence window, the blind stretches next to the run tell when the competitors could
+    not be observed (attribute.evidence); outside the run the job gets none of them."""
     if j.uid is None or not j.nodes or j.start is None:
         return []
     end = j.end if j.end is not None else now
     with conn.cursor() as cur:
-        cur.execute(RECOVERED_SQL, (list(j.nodes), j.uid, _ts(j.start), _ts(end),
-                                    _ts(end + MARGIN)))
+        cur.execute(RECOVERED_SQL, (list(j.nodes), j.uid, _ts(j.start - w), _ts(end + w),
+                                    _ts(end + w + MARGIN)))
         return delta_rows(cur)
 
 
@@ -170,31 +177,146 @@ def competitors(conn: psycopg.Connection, j: JobWindow, lo: float, hi: float
     return [JobWindow(r[0], r[1], tuple(r[2] or ()), r[3], r[4]) for r in rows]
 
 
+def evidence_deltas(conn: psycopg.Connection, jobs: list[int], lo: float, hi: float
+                    ) -> list[DeltaRow]:
+    """Deltas naming any of `jobs` that end in [lo, hi]: what they did by their own id."""
+    if not jobs:
+        return []
+    with conn.cursor() as cur:
+        cur.execute(DELTA_SELECT + "WHERE d.job = ANY(%s) AND d.ts_end >= %s AND d.ts_end <= %s",
+                    (jobs, _ts(lo), _ts(hi)))
+        return delta_rows(cur)
+
+
 def attribute_job(conn: psycopg.Connection, j: JobWindow, *, now: float | None = None,
-                  resolution: float = 120.0) -> JobIO:
-    """Fetch and attribute one job's I/O."""
+                  resolution: float = 120.0, splits: dict[Any, Any] | None = None,
+                  evidence: bool = True) -> JobIO:
+    """Fetch and attribute one job's I/O (`splits`: the batch's cache, core.attribute).
+    `evidence=False` splits ambiguous deltas by time alone (for measuring, bench/accuracy)."""
     now = time.time() if now is None else now
     direct = direct_deltas(conn, j, now)
     rec = recovered_deltas(conn, j, now)
     comp: list[JobWindow] = []
+    ev: list[DeltaRow] = []
     if rec:
-        comp = competitors(conn, j, min(d.ts_start for d in rec), max(d.ts_end for d in rec))
-    return attribute(j, direct, rec, comp, now=now, resolution=resolution)
+        lo, hi = min(d.ts_start for d in rec), max(d.ts_end for d in rec)
+        comp = competitors(conn, j, lo, hi)
+        others = [c.job for c in comp if c.job != j.job]
+        if others and evidence:
+            rec = recovered_deltas(conn, j, now, w=WINDOWS[-1])
+            ev = evidence_deltas(conn, others, lo - WINDOWS[-1], hi + WINDOWS[-1] + MARGIN / 24)
+    return attribute(j, direct, rec, comp, now=now, resolution=resolution, evidence=ev,
+                     splits=splits, use_evidence=evidence)
 
 
-def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool) -> None:
-    conn.execute(
-        """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered, ambiguous,
-                               by_target, by_node, timeline, quality)
-           VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s)
-           ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
-             complete = EXCLUDED.complete, totals = EXCLUDED.totals,
-             recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
-             by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
-             timeline = EXCLUDED.timeline, quality = EXCLUDED.quality""",
-        (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
-         json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
-         json.dumps(io.timeline), json.dumps(io.quality)))
+def _hour_rows(j: JobWindow, io: JobIO) -> list[tuple[Any, ...]]:
+    return [(j.job, _ts(h), fs, kind, j.uid, json.dumps(tot), json.dumps(rec))
+            for (h, fs, kind), (tot, rec) in io.hours.items() if tot or rec]
+
+
+def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool, *,
+                 hours: bool = True) -> int:
+    """Store (replace) the job's figures and hours; returns the revision: 1 for the first,
+    one more each time the totals change (late data), unchanged when they do not.
+    `hours=False`: the caller stores the hours (store_hours, once for a batch)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered,
+                                   ambiguous, by_target, by_node, timeline, quality, split,
+                                   by_evidence, by_time, n_direct, n_recovered, revision,
+                                   data_until)
+               VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
+                       (SELECT max(ingested_at) FROM ingest_batch))
+               ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
+                 complete = EXCLUDED.complete, totals = EXCLUDED.totals,
+                 recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
+                 by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
+                 timeline = EXCLUDED.timeline, quality = EXCLUDED.quality,
+                 split = EXCLUDED.split, by_evidence = EXCLUDED.by_evidence,
+                 by_time = EXCLUDED.by_time, n_direct = EXCLUDED.n_direct,
+                 n_recovered = EXCLUDED.n_recovered,
+                 revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int,
+                 data_until = EXCLUDED.data_until
+               RETURNING revision""",
+            (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
+             json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
+             json.dumps(io.timeline), json.dumps(io.quality), json.dumps(io.split),
+             json.dumps(io.by_evidence), json.dumps(io.by_time), io.n_direct,
+             io.n_recovered))
+        r = cur.fetchone()
+    if hours:
+        store_hours(conn, [j.job], _hour_rows(j, io))
+    return r[0] if r else 1
+
+
+def store_hours(conn: psycopg.Connection, jobs: list[int], rows: list[tuple[Any, ...]]) -> None:
+    """Replace the stored hours of `jobs` by `rows` (one DELETE and one COPY)."""
+    conn.execute("DELETE FROM job_io_hour WHERE job = ANY(%s)", (jobs,))
+    if rows:
+        with conn.cursor().copy(
+                "COPY job_io_hour (job, hour, fs, kind, uid, totals, recovered) FROM STDIN"
+        ) as cp:
+            for r in rows:
+                cp.write_row(r)
+
+
+class StoredIO(NamedTuple):
+    """A job's stored figures (job_io) with what says how current they are."""
+
+    io: JobIO
+    complete: bool
+    revision: int
+    computed_at: float
+    current: bool  # no batch was ingested since: computing again would give the same
+
+
+_IO_COLS = ("totals, recovered, ambiguous, split, by_target, by_node, timeline, quality, "
+            "n_direct, n_recovered, by_evidence, by_time, complete, revision, "
+            "extract(epoch FROM computed_at)::float8, "
+            "coalesce(data_until, '-infinity') >= "
+            "coalesce((SELECT max(ingested_at) FROM ingest_batch), '-infinity')")
+
+
+def stored_job_io(conn: psycopg.Connection, job: int) -> StoredIO | None:
+    """The stored figures of a job, or None (not attributed yet). `hours` are not read:
+    job_io_hour is for the views over time (LASSi, daily)."""
+    r = conn.execute(f"SELECT {_IO_COLS} FROM job_io WHERE job = %s", (job,)).fetchone()
+    if r is None:
+        return None
+    io = JobIO(job, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
+               {})
+    return StoredIO(io, r[12], r[13], r[14], r[15])
+
+
+def stored_hours(conn: psycopg.Connection, start: float, end: float, jobs: list[int] | None = None
+                 ) -> list[tuple[int, float, str, str, int | None, dict[str, int],
+                                 dict[str, int]]]:
+    """(job, hour, fs, kind, uid, totals, recovered) of stored hours in [start, end)."""
+    q = ("SELECT job, extract(epoch FROM hour)::float8, fs, kind, uid, totals, recovered "
+         "FROM job_io_hour WHERE hour >= %s AND hour < %s")
+    args: list[Any] = [_ts(start), _ts(end)]
+    if jobs is not None:
+        q += " AND job = ANY(%s)"
+        args.append(jobs)
+    return [tuple(r) for r in conn.execute(q, args)]  # type: ignore[misc]
+
+
+# A batch read later than this after a job's end holds nothing of the job unless its interval
+# spans a collector outage; a batch ingested after the job's figures were stored and read
+# before that holds late data of the job (a spooled batch, a collector back from an outage).
+LATE_GRACE = 900.0
+
+
+def stale_jobs(conn: psycopg.Connection, since: float) -> list[int]:
+    """Complete jobs (ended after `since`) whose figures predate a batch that may hold their
+    data: what re-attribution after late data recomputes."""
+    return [r[0] for r in conn.execute(
+        "SELECT io.job FROM job_io io JOIN job j USING (job) "
+        "WHERE io.complete AND j.end_time >= %s AND EXISTS (SELECT 1 FROM ingest_batch b "
+        " WHERE b.ingested_at > coalesce(io.data_until, '-infinity') "
+        " AND b.read_time > j.start_time "
+        " AND b.read_time <= j.end_time + make_interval(secs => %s))",
+        (_ts(since), LATE_GRACE))]
 
 
 def data_complete_until(conn: psycopg.Connection) -> float | None:
@@ -208,14 +330,15 @@ def data_complete_until(conn: psycopg.Connection) -> float | None:
 
 def pending_jobs(conn: psycopg.Connection, since: float, limit: int | None = None
                  ) -> list[JobInfo]:
-    """Finished jobs (ended after `since`) without a complete attribution yet."""
+    """Finished jobs (ended after `since`) without a complete attribution yet, and those
+    whose stored figures late data may change (stale_jobs)."""
     q = (f"SELECT {_JOB_COLS} FROM job WHERE job IN (SELECT j.job "
          "FROM job j LEFT JOIN job_io io USING (job) "
          "WHERE j.end_time >= %s AND j.start_time IS NOT NULL "
-         "AND (io.job IS NULL OR NOT io.complete)) ORDER BY end_time")
+         "AND (io.job IS NULL OR NOT io.complete)) OR job = ANY(%s) ORDER BY end_time")
     if limit:
         q += f" LIMIT {int(limit)}"
-    return [_info(r) for r in conn.execute(q, (_ts(since),))]
+    return [_info(r) for r in conn.execute(q, (_ts(since), stale_jobs(conn, since)))]
 
 
 def attribute_jobs(conn: psycopg.Connection, jobs: list[JobInfo], *, now: float | None = None,
@@ -224,11 +347,21 @@ def attribute_jobs(conn: psycopg.Connection, jobs: list[JobInfo], *, now: float 
     now = time.time() if now is None else now
     done_until = data_complete_until(conn)
     n = n_complete = 0
+    splits: dict[Any, Any] = {}
+    done: list[int] = []
+    hour_rows: list[tuple[Any, ...]] = []
     for info in jobs:
-        io = attribute_job(conn, info.window, now=now, resolution=resolution)
+        io = attribute_job(conn, info.window, now=now, resolution=resolution, splits=splits)
         complete = info.end is not None and done_until is not None and done_until >= info.end
-        store_job_io(conn, info.window, io, complete)
+        store_job_io(conn, info.window, io, complete, hours=False)
+        done.append(info.job)
+        hour_rows += _hour_rows(info.window, io)
         n += 1
         n_complete += complete
+        if len(done) >= 500:
+            store_hours(conn, done, hour_rows)
+            done, hour_rows = [], []
+    if done:
+        store_hours(conn, done, hour_rows)
     conn.commit()
     return n, n_complete

@@ -32,21 +32,36 @@ def db_upgrade(cfg: Config) -> None:
 
 
 @db_group.command("prune")
-@click.option("--older-than", required=True, help="e.g. 90d, 12w, 36h")
+@click.option("--older-than", help="raw deltas: drop whole days older than this, e.g. 90d "
+              "(default: retention.raw)")
+@click.option("--results-older-than", help="stored results (per-job and per-hour figures, "
+              "LASSi hours): delete those older than this, e.g. 1825d "
+              "(default: retention.results)")
 @click.pass_obj
-def db_prune(cfg: Config, older_than: str) -> None:
-    """Drop whole daily partitions older than the given age."""
-    from slurm_io.store import partitions
+def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None) -> None:
+    """Retention: drop raw deltas by whole daily partitions and delete stored results
+    (job_io, job_io_hour, LASSi hours) past their own, longer, retention."""
+    from slurm_io.store import partitions, retention
 
     try:
-        seconds = partitions.parse_duration(older_than)
+        raw = partitions.parse_duration(older_than or cfg.retention_raw)
+        results = partitions.parse_duration(results_older_than or cfg.retention_results)
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--older-than") from e
+        raise click.UsageError(str(e)) from e
+    now = time.time()
     with connect_db(cfg) as conn:
-        dropped = partitions.prune(conn, seconds, time.time())
+        unattributed = retention.unattributed_before(conn, now - raw)
+        dropped = partitions.prune(conn, raw, now)
+        removed = retention.prune_results(conn, now - results)
     for name in dropped:
         click.echo(f"dropped {name}")
     click.echo(f"{len(dropped)} partition(s) dropped")
+    for table, n in removed.items():
+        click.echo(f"{table}: {n} row(s) deleted")
+    if unattributed:
+        click.echo(f"warning: {unattributed} finished job(s) in the dropped days had no "
+                   "complete stored attribution (run `jobio attribute` before pruning)",
+                   err=True)
 
 
 def _embedded(cfg: Config) -> Any:

@@ -72,7 +72,9 @@ def _full(e: Entry, t0: float, t1: float, flags: int) -> Delta | None:
     if not samples:
         return None
     stats = {n: s for n, s in e.stats.items() if s.samples or s.sum}
-    return Delta(e.target, e.raw_id, e.job_id, t0, t1, e.snapshot_time, samples, stats, flags)
+    st = e.start_time
+    return Delta(e.target, e.raw_id, e.job_id, t0, t1, e.snapshot_time, samples, stats, flags,
+                 st if st is not None and t0 < st < t1 else None)
 
 
 def _hist_diff(

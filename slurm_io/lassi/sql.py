@@ -5,8 +5,8 @@
    (filesystem, target kind, hour, job) at once (GROUPING SETS): the filesystem totals and the
    direct part of every job (ids that name the job);
 2. one query for the day's job-missing `:uid:host` deltas (grouped per host, uid and
-   interval) and one for the jobs that ran on those hosts; their shares go to jobs by the
-   attribution rules (slurm_io.attribute.core.share), per delta interval, not per job;
+   interval) and one for the jobs that ran on those hosts; the jobs' shares of them are the
+   stored results of attribution (job_io_hour; jobs not attributed yet are attributed then);
 3. the baseline averages from the stored hours of the previous days (metrics.fill_baseline
    falls back to the day itself where there is no history), the scores (metrics.score), and
    one COPY per table (through a temporary table where row-level security applies).
@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from slurm_io.attribute.core import DeltaRow, JobWindow, share
+from slurm_io.attribute.core import JobWindow
 from slurm_io.lassi import metrics as M
 from slurm_io.model import OP_COUNTERS, IdClass
 
@@ -152,33 +152,47 @@ def aggregate_day(conn: psycopg.Connection, start: float, end: float, *, now: fl
 def _recover(conn: psycopg.Connection, s: datetime, e: datetime,
              job_vals: dict[tuple[str, float, int], dict[str, float]],
              uids: dict[int, int | None], *, now: float, first: float) -> None:
-    """Add the jobs' shares of the job-missing `:uid:host` deltas (attribution rules)."""
+    """Add the jobs' recovered shares of the day's `:uid:host` deltas: the stored results of
+    attribution (job_io_hour); jobs with a share but no stored result yet are attributed
+    now by the same functions (attribute.sql.attribute_job), not stored."""
+    from slurm_io.attribute.sql import attribute_job, stored_hours
+
+    start, end = s.timestamp(), e.timestamp()
+    hours = [(job, h, fs, kind, uid, rec) for job, h, fs, kind, uid, _tot, rec
+             in stored_hours(conn, start, end) if rec]
     with conn.cursor() as cur:
         cur.execute(MISSING_SQL, (s, e, int(IdClass.JOB_MISSING)))
         rows = cur.fetchall()
-    if not rows:
-        return
-    hosts = sorted({r[2] for r in rows})
-    lo = min(r[4] for r in rows)
-    cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
-    for host_id, job, uid, nodes, st, en in conn.execute(
-            CANDIDATES_SQL, (hosts, e, _ts(lo))):
-        cands[(host_id, uid)].append(JobWindow(job, uid, tuple(nodes or ()), st, en))
-    for fs, kind, host_id, uid, t0, t1, last, *sums in rows:
-        jobs = cands.get((host_id, uid))
-        if not jobs:
-            continue  # unclaimed: stays the user's load (in the filesystem totals only)
-        vals = M.metric_values(kind, dict(zip(_SUM_NAMES, sums, strict=True)))
-        if not vals:
+    if rows:
+        hosts = sorted({r[2] for r in rows})
+        lo = min(r[4] for r in rows)
+        stored = {r[0] for r in conn.execute(
+            "SELECT io.job FROM job_io io JOIN job_node jn USING (job) "
+            "WHERE jn.host_id = ANY(%s) AND jn.start_time < %s "
+            "AND coalesce(jn.end_time, 'infinity') > %s", (hosts, e, _ts(lo)))}
+        pairs = {(r[2], r[3]) for r in rows}
+        for host_id, job, uid, nodes, st, en in conn.execute(CANDIDATES_SQL,
+                                                             (hosts, e, _ts(lo))):
+            if job in stored or (host_id, uid) not in pairs:
+                continue
+            stored.add(job)
+            io = attribute_job(conn, JobWindow(job, uid, tuple(nodes or ()), st, en), now=now)
+            hours += [(job, h, fs, kind, uid, rec) for (h, fs, kind), (_t, rec)
+                      in io.hours.items() if rec and start <= h < end]
+    for job, h, fs, kind, uid, rec in hours:
+        if h < first:
             continue
-        d = DeltaRow(t0, t1, last, "", None, int(IdClass.JOB_MISSING), None, uid, {}, {})
-        hours = M.spread_buckets(t0, t1, HOUR, first)
-        for j in jobs:
-            f = share(d, j, jobs, now).fraction
-            if f > 0:
-                for h in hours:
-                    M.add_into(job_vals[(fs, h, j.job)], vals, f / len(hours))
-                uids.setdefault(j.job, uid)
+        vals = M.metric_values(kind, _sums(rec))
+        if vals:
+            M.add_into(job_vals[(fs, h, job)], vals)
+            uids.setdefault(job, uid)
+
+
+def _sums(counters: dict[str, int]) -> dict[str, float]:
+    """metric_values' input from counters by Lustre name (as _SUMS sums the columns)."""
+    out = {n: float(counters.get(n, 0)) for n in _SUM_NAMES if n != "other"}
+    out["other"] = float(sum(counters.get(op, 0) for op in _OTHER_OPS))
+    return out
 
 
 # -- baseline and scores -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ transaction, so it only reads; it leaves Message-ID to the reporter.
 Templates: `job_report.txt.j2` (text part) and `job_report.html.j2` (HTML part), looked up in
 `[mail] template_dir` first, then in the project's `templates/`, so a site overrides one by
 dropping a file of the same name there. They get `v` (slurm_io.mail.view.JobView), `mail`
-(to, reason, sender) and `report` (the raw job_report dict).
+(to, reason, sender) and `report` (the JSON form of the report.jobreport.JobReport).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from slurm_io.mail.recipients import (
 )
 from slurm_io.mail.view import JobView, Thresholds, build_view
 from slurm_io.paths import templates_dir
-from slurm_io.report.show import job_report
+from slurm_io.report.jobreport import JobReport
+from slurm_io.report.show import report as build_report
 from slurm_io.slurm import Slurm
 
 TEXT_TEMPLATE = "job_report.txt.j2"
@@ -128,7 +129,7 @@ class MailBuilder:
             return None
         if preferences.enabled(conn, info.uid) is False:
             return None
-        report = job_report(conn, info, now=self.clock(), resolution=s.resolution)
+        report = build_report(conn, info, now=self.clock(), resolution=s.resolution)
         decision = self.decide(conn, info, report)
         if not decision.send:
             return None
@@ -140,9 +141,9 @@ class MailBuilder:
         return next((i for i in find_jobs(conn, str(int(job))) if i.job == int(job)), None)
 
     def decide(self, conn: psycopg.Connection, info: JobInfo,
-               report: dict[str, Any]) -> Decision:
+               report: JobReport | dict[str, Any]) -> Decision:
         s = self.settings
-        t = report.get("totals") or {}
+        t = (report.io.totals if isinstance(report, JobReport) else report.get("totals")) or {}
         total = int(t.get("read_bytes", 0)) + int(t.get("write_bytes", 0))
         small = s.policy == "above_size" and total < s.min_bytes
         slurm = None if s.policy == "off" or small else self.lookup(info.job)
@@ -154,27 +155,31 @@ class MailBuilder:
     def render(self, conn: psycopg.Connection, info: JobInfo) -> EmailMessage:
         """The mail of a job whatever the policy (for `jobio report`): addressed by the
         site's rule, without asking Slurm."""
-        report = job_report(conn, info, now=self.clock(), resolution=self.settings.resolution)
+        report = build_report(conn, info, now=self.clock(),
+                              resolution=self.settings.resolution)
         s = self.settings
         to = address_for(info.user, None, domain=s.domain, address=s.address, uid=info.uid)
         return self.message(report, to=to, reason=None)
 
-    def view(self, report: dict[str, Any]) -> JobView:
+    def view(self, report: JobReport | dict[str, Any]) -> JobView:
         return build_view(report, self.settings.thresholds,
                           resolution=self.settings.resolution)
 
-    def render_parts(self, report: dict[str, Any], *, to: tuple[str, ...] | list[str] = (),
+    def render_parts(self, report: JobReport | dict[str, Any], *,
+                     to: tuple[str, ...] | list[str] = (),
                      reason: str | None = None) -> tuple[str, str, JobView]:
-        """(text part, HTML part, view) of a job report."""
+        """(text part, HTML part, view) of a job report (the templates' `report` is its
+        JSON form)."""
         v = self.view(report)
-        ctx = {"v": v, "report": report,
+        raw = report.as_json() if isinstance(report, JobReport) else report
+        ctx = {"v": v, "report": raw,
                "mail": {"to": list(to), "reason": reason, "sender": self.settings.from_address,
                         "policy": self.settings.policy}}
         text = self.env.get_template(TEXT_TEMPLATE).render(ctx)
         html = self.env.get_template(HTML_TEMPLATE).render(ctx)
         return text, html, v
 
-    def message(self, report: dict[str, Any], *, to: tuple[str, ...] | list[str] = (),
+    def message(self, report: JobReport | dict[str, Any], *, to: tuple[str, ...] | list[str] = (),
                 reason: str | None = None) -> EmailMessage:
         text, html, v = self.render_parts(report, to=to, reason=reason)
         sender = self.settings.from_address

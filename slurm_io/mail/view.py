@@ -545,12 +545,18 @@ def _nodes_text(nodes: Sequence[str], limit: int = 8) -> str:
     return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
 
 
-def build_view(r: dict[str, Any], thresholds: Thresholds = Thresholds(), *,
+def build_view(rep: Any, thresholds: Thresholds = Thresholds(), *,
                resolution: float = 120.0, max_rows: int = 24, top_targets: int = 5) -> JobView:
-    """The view model of one job report (a job_report dict or one like it)."""
+    """The view model of one job report: a report.jobreport.JobReport (its times are used as
+    they are), or its JSON form (a job_report dict or one like it)."""
+    if isinstance(rep, dict):
+        r = rep
+        start, end = _epoch(r.get("start")), _epoch(r.get("end"))
+    else:
+        r = rep.as_json()
+        start, end = rep.start, rep.end
     tot = r.get("totals") or {}
     q = r.get("quality") or {}
-    start, end = _epoch(r.get("start")), _epoch(r.get("end"))
     elapsed = r.get("elapsed")
     if end is None and start is not None and elapsed is not None:
         end = start + elapsed

@@ -1,8 +1,9 @@
 """`jobio show` / `jobio JOBID`: a job's I/O, like sacct shows its accounting.
 
-Figures come from attribute.sql at call time, so a running job shows its I/O so far and a
-finished one everything the collectors stored. The JSON keeps every counter by its Lustre
-name; the tables humanise bytes.
+A finished job's figures are the stored results of attribution (job_io, written once by
+`jobio attribute` or the mail reporter, revised when late data comes); a running job's, or a
+finished one not attributed completely yet, are computed at call time by the same functions.
+The JSON keeps every counter by its Lustre name; the tables humanise bytes.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slurm_io.model import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.report.counters import human_bytes
+from slurm_io.report.jobreport import JobReport, iso
 from slurm_io.text import display
 
 if TYPE_CHECKING:  # the rendering half is used by the service's clients, without psycopg
@@ -43,39 +44,32 @@ def parse_job_spec(spec: str) -> JobSpec | None:
     base = spec.split(".", 1)[0]
     return JobSpec(int(m.group(1)), base if m.group(2) is not None else None)
 
+
 def _iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t).isoformat(timespec="seconds")
+    return iso(t)
+
+
+def report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
+           resolution: float = 120.0) -> JobReport:
+    """The typed report of a job: stored figures for a finished job (computed when there
+    are none yet, or new data came since), computed figures for a running one."""
+    from slurm_io.attribute.sql import attribute_job, data_complete_until, stored_job_io
+
+    now = time.time() if now is None else now
+    stored = stored_job_io(conn, info.job) if info.end is not None else None
+    if stored is not None and (stored.complete or stored.current):
+        return JobReport(info, stored.io, stored.complete, stored.revision, now,
+                         lassi_summary(conn, info.job))
+    io = attribute_job(conn, info.window, now=now, resolution=resolution)
+    done_until = data_complete_until(conn)
+    complete = (info.end is not None and done_until is not None and done_until >= info.end)
+    return JobReport(info, io, complete, None, now, lassi_summary(conn, info.job))
 
 
 def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
                resolution: float = 120.0) -> dict[str, Any]:
-    from slurm_io.attribute.sql import attribute_job, data_complete_until
-
-    now = time.time() if now is None else now
-    io = attribute_job(conn, info.window, now=now, resolution=resolution)
-    done_until = data_complete_until(conn)
-    complete = (info.end is not None and done_until is not None and done_until >= info.end)
-    return {
-        "jobid": info.jobid,
-        "job": info.job,
-        "sluid": info.sluid,
-        "user": info.user,
-        "uid": info.uid,
-        "account": info.account,
-        "partition": info.partition,
-        "name": info.name,
-        "nodes": list(info.nodes),
-        "start": _iso(info.start),
-        "end": _iso(info.end),
-        "elapsed": (round((info.end or now) - info.start) if info.start is not None else None),
-        "state": info.state,
-        "exit_code": info.exit_code,
-        "work_dir": info.work_dir,
-        "running": info.end is None and info.start is not None,
-        "complete": complete,
-        **io.as_json(),
-        "lassi": lassi_summary(conn, info.job),
-    }
+    """`report(...)` at the edge: the JSON form (`jobio show --json`, the pages)."""
+    return report(conn, info, now=now, resolution=resolution).as_json()
 
 
 def lassi_summary(conn: psycopg.Connection, job: int) -> dict[str, Any] | None:
@@ -133,10 +127,14 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
                     if k not in ("read_bytes", "write_bytes", "read_bytes_samples",
                                  "write_bytes_samples", "read", "write") and v),
         f"  recovered from job-less ids {_pct(r['recovered'], t)}, "
-        f"ambiguous (shared with the user's other jobs) {_pct(r['ambiguous'], t)}, "
+        f"ambiguous (shared with the user's other jobs) {_pct(r['ambiguous'], t)} "
+        f"(split by evidence {_pct(r.get('ambiguous_evidence', {}), t)}, "
+        f"by time {_pct(r.get('ambiguous_time', {}), t)}), "
         f"split pro rata at the job's edges {_pct(r['split'], t)}"
         + ("" if r["complete"] or r["running"] else "  [collectors have not read past the "
-           "job's end yet: figures may grow]"),
+           "job's end yet: figures may grow]")
+        + (f"  [revised after late data: revision {r['revision']}]"
+           if (r.get("revision") or 1) > 1 else ""),
     ]
     lines += lassi_line(r.get("lassi"))
     if targets:

@@ -181,8 +181,9 @@ def make_users(rng: random.Random, n_users: int) -> tuple[User, ...]:
 class _Scheduler:
     """Slot bookkeeping per node: enough to place jobs with realistic node sharing."""
 
-    def __init__(self, nodes: tuple[str, ...]) -> None:
+    def __init__(self, nodes: tuple[str, ...], node_slots: int = NODE_SLOTS) -> None:
         self.nodes = nodes
+        self.node_slots = node_slots
         self.allocs: dict[str, list[tuple[int, int, int]]] = {n: [] for n in nodes}
 
     def used(self, node: str, t0: int, t1: int) -> int:
@@ -194,11 +195,11 @@ class _Scheduler:
              ) -> tuple[str, ...] | None:
         order = list(self.nodes)
         rng.shuffle(order)
-        if slots < NODE_SLOTS:  # pack small jobs onto nodes already in use: shared nodes
+        if slots < self.node_slots:  # pack small jobs onto nodes already in use: shared nodes
             order.sort(key=lambda nd: 0 if self.used(nd, t0, t0 + 1) > 0 else 1)
         chosen: list[str] = []
         for nd in order:
-            if self.used(nd, t0, t1) + slots <= NODE_SLOTS:
+            if self.used(nd, t0, t1) + slots <= self.node_slots:
                 chosen.append(nd)
                 if len(chosen) == n:
                     return tuple(sorted(chosen))
@@ -342,11 +343,21 @@ def _finish(d: _Draft, rng: random.Random, end: int) -> Job:
 
 
 def make_jobs(rng: random.Random, users: tuple[User, ...], nodes: tuple[str, ...], *,
-              start: int, end: int, jobs_per_hour: float, planted_at: int) -> tuple[Job, ...]:
-    """Jobs of the simulated period, scheduled onto nodes, in sacct order (submit, id)."""
-    sched = _Scheduler(nodes)
+              start: int, end: int, jobs_per_hour: float, planted_at: int,
+              scenario: str = "default") -> tuple[Job, ...]:
+    """Jobs of the simulated period, scheduled onto nodes, in sacct order (submit, id).
+
+    `scenario` "dense" (simulate.scenario): `jobs_per_hour` counts submissions, half of them
+    task farms of several single-slot tasks, on nodes with twice the slots."""
+    from slurm_io.simulate.scenario import SCENARIOS, dense_drafts
+
+    sc = SCENARIOS[scenario]
+    sched = _Scheduler(nodes, sc.node_slots)
     planted = _planted_drafts(users, len(nodes), planted_at) if planted_at < end - 900 else []
-    drafts = planted + _random_drafts(rng, users, start, end, jobs_per_hour)
+    if sc.farm_share > 0:
+        drafts = planted + dense_drafts(rng, users, start, end, jobs_per_hour, sc)
+    else:
+        drafts = planted + _random_drafts(rng, users, start, end, jobs_per_hour)
     shared_node = nodes[0]
     for d in drafts:
         _place(rng, sched, d, shared_node)
@@ -499,14 +510,14 @@ def system_phases(rng: random.Random, nodes: tuple[str, ...], login_nodes: tuple
 
 def build_workload(rng: random.Random, *, start: int, end: int, io_start: float,
                    io_end: float, n_nodes: int, n_users: int, jobs_per_hour: float,
-                   n_osts: int) -> Workload:
+                   n_osts: int, scenario: str = "default") -> Workload:
     """Nodes, users, jobs and every I/O phase of the simulated period."""
     nodes = make_nodes(n_nodes)
     login_nodes = ("login01", "login02")
     users = make_users(rng, n_users)
     planted_at = int(io_start) + 300
     jobs = make_jobs(rng, users, nodes, start=start, end=end, jobs_per_hour=jobs_per_hour,
-                     planted_at=planted_at)
+                     planted_at=planted_at, scenario=scenario)
     phases: list[Phase] = []
     for job in jobs:
         phases += job_phases(rng, job, n_osts, io_start, io_end)

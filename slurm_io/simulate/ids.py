@@ -92,6 +92,7 @@ def plan_ids(
     busy: tuple[str, ...] = (),
     pinned: str | None = None,
     pinned_at: float | None = None,
+    episodes_per_hour: float = 1.3,
 ) -> IdPlan:
     """Draw the id failure plan of one simulated cluster.
 
@@ -110,7 +111,7 @@ def plan_ids(
     job_uid = frozenset(pool[k + 1 : k + 2])
     hours = (end - start) / 3600.0
     episodes = []
-    for _ in range(max(1, round(hours * 1.3))):
+    for _ in range(max(1, round(hours * episodes_per_hour))):
         length = rng.uniform(300.0, 900.0)
         t0 = rng.uniform(start + 600.0, max(start + 600.0, end - length - 600.0))
         share = rng.uniform(0.3, 0.9)

@@ -39,6 +39,7 @@ from slurm_io.simulate.cluster import (
 )
 from slurm_io.simulate.ids import IdPlan, compute_node_id, login_node_id, plan_ids
 from slurm_io.simulate.lustre import METRICS, FileSystem, Ledger, Server, plan_servers
+from slurm_io.simulate.scenario import SCENARIOS
 
 READ_PERIOD = 120
 MAX_JITTER = 4  # seconds
@@ -224,6 +225,7 @@ def simulate(
     n_users: int = 12,
     jobs_per_hour: float = 20,
     outage: bool = True,
+    scenario: str = "default",
 ) -> dict[str, Any]:
     """Simulate `hours` of a cluster from unix time `start` and write it under `out_dir`.
 
@@ -245,11 +247,12 @@ def simulate(
     workload: Workload = build_workload(
         random.Random(f"{seed}:workload"), start=int(start), end=end, io_start=io_start,
         io_end=io_end, n_nodes=n_nodes, n_users=n_users, jobs_per_hour=jobs_per_hour,
-        n_osts=2 * n_oss,
+        n_osts=2 * n_oss, scenario=scenario,
     )
     busy = tuple(sorted({nd for j in workload.jobs for nd in j.nodes}))
     plan = plan_ids(random.Random(f"{seed}:ids"), workload.nodes, io_start, io_end, busy=busy,
-                    pinned=workload.nodes[0], pinned_at=workload.planted_at)
+                    pinned=workload.nodes[0], pinned_at=workload.planted_at,
+                    episodes_per_hour=SCENARIOS[scenario].episodes_per_hour)
     io_rng = random.Random(f"{seed}:io")
     jitter_rng = random.Random(f"{seed}:jitter")
 
@@ -299,6 +302,7 @@ def simulate(
         "parameters": {
             "seed": seed, "start": start, "hours": hours, "n_nodes": n_nodes, "n_oss": n_oss,
             "n_users": n_users, "jobs_per_hour": jobs_per_hour, "outage": outage,
+            "scenario": scenario,
         },
         "fs": "scratch",
         "timezone": "UTC",

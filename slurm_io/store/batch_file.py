@@ -28,7 +28,7 @@ def _plain(deltas: list[tuple[Delta, JobId]]) -> list[tuple]:
         stats = tuple((n, *s) for n, s in d.stats.items())
         out.append((d.target, d.raw_id, None if d.job_id == d.raw_id else d.job_id, d.t0,
                     d.t1, d.last_update, d.samples, stats, int(d.flags),
-                    int(j.id_class), j.job, j.uid, j.host, j.exe, j.repaired))
+                    int(j.id_class), j.job, j.uid, j.host, j.exe, j.repaired, d.entry_start))
     return out
 
 
@@ -52,10 +52,11 @@ def encode(batch: Batch) -> bytes:
 def _deltas(plain: list[tuple]) -> list[tuple[Delta, JobId]]:
     deltas = []
     for (target, raw, job_id, t0, t1, last, samples, stats, flags,
-         cls, job, uid, host, exe, repaired) in plain:
+         cls, job, uid, host, exe, repaired, *rest) in plain:
+        # files spooled before entry_start was kept have 15 fields
         deltas.append((
             Delta(target, raw, raw if job_id is None else job_id, t0, t1, last, samples,
-                  {s[0]: ByteStats(*s[1:]) for s in stats}, flags),
+                  {s[0]: ByteStats(*s[1:]) for s in stats}, flags, rest[0] if rest else None),
             JobId(_CLASSES[cls], job, uid, host, exe, repaired),
         ))
     return deltas

@@ -46,7 +46,7 @@ _COLUMNS: tuple[tuple[str, str], ...] = (
     _BASE_COLUMNS
     + tuple((b + suffix, t) for b in BYTE_COUNTERS for suffix, t in _BYTE_SUFFIXES)
     + tuple((f"op_{name}", "int8") for name in OP_COUNTERS)
-    + (("extra", "jsonb"),)
+    + (("extra", "jsonb"), ("entry_start", "timestamptz"))
 )
 
 # Absolute column positions: where a counter's samples go, and where a byte counter's
@@ -57,7 +57,8 @@ _SAMPLES_POS = {name: pos + 1 for name, pos in _BYTE_POS.items()} | {
     name: _N_BASE + len(BYTE_COUNTERS) * len(_BYTE_SUFFIXES) + i
     for i, name in enumerate(OP_COUNTERS)
 }
-_EXTRA_POS = len(_COLUMNS) - 1
+_EXTRA_POS = len(_COLUMNS) - 2
+_ENTRY_START_POS = len(_COLUMNS) - 1
 _EMPTY_ROW: list[Any] = [None] * len(_COLUMNS)
 
 
@@ -102,6 +103,8 @@ def to_row(delta: Delta, jid: JobId, target_id: int, host_id: int | None) -> tup
     row[7] = host_id
     row[8] = int(delta.flags)
     row[9] = delta.raw_id
+    if delta.entry_start is not None:
+        row[_ENTRY_START_POS] = datetime.fromtimestamp(delta.entry_start, UTC)
     extra: dict[str, int] | None = None
     for name, value in delta.samples.items():
         if value:
@@ -279,6 +282,9 @@ def copy_rows(
                     extra[name] = value
         if extra is not None:
             row[extra_pos] = _jsonb(extra)
+        started = delta.entry_start
+        if started is not None:
+            row[-1] = pg_microseconds(started)
         stats = delta.stats
         if stats:
             for name, st in stats.items():

@@ -36,11 +36,13 @@ def test_job_missing_delta_inside_the_window_is_recovered_whole():
     assert io.by_node == {"n1": {"write_bytes": 600}}
 
 
-def test_interval_straddling_the_start_is_split_pro_rata():
+def test_interval_straddling_the_start_goes_whole_to_the_only_job_and_is_flagged_split():
+    # no other job of the uid on the node: what happened in (940, 1000] was the job starting
+    # (a compute node runs a user's processes only inside their jobs)
     s = share(delta(940, 1060, wb=1200), JOB, [JOB], now=5000)
-    assert s.fraction == pytest.approx(0.5) and s.split and not s.ambiguous
+    assert s.fraction == pytest.approx(1.0) and s.split and not s.ambiguous
     io = attribute(JOB, [], [delta(940, 1060, wb=1200)], [JOB], now=5000)
-    assert io.totals == {"write_bytes": 600} and io.split == {"write_bytes": 600}
+    assert io.totals == {"write_bytes": 1200} and io.split == {"write_bytes": 1200}
 
 
 def test_last_update_before_the_job_end_keeps_the_delta_whole():
@@ -116,3 +118,15 @@ def test_small_share_from_histograms_and_unknown_when_bounds_straddle():
                wmax=MiB)]
     q = attribute(JOB, d, [], [], now=5000).quality
     assert q["write_small_share"] is None and q["write_small_share_basis"] == 0.0
+
+
+def test_a_new_entry_created_after_the_other_job_ended_is_wholly_the_running_jobs():
+    # job 6 of the same uid ended at 1000 and JOB started then; Lustre created the
+    # `:uid:host` entry at 1010 (start_time, 2.15.2+): none of it can be job 6's
+    before = JobWindow(6, 1000, ("n1",), 0.0, 1000.0)
+    d = delta(940, 1060, wb=1200)._replace(entry_start=1010.0)
+    io = attribute(JOB, [], [d], [JOB, before], now=5000)
+    assert io.totals == {"write_bytes": 1200} and io.ambiguous == {}
+    # without start_time both could own it: ambiguous, by time 60 s each
+    io = attribute(JOB, [], [delta(940, 1060, wb=1200)], [JOB, before], now=5000)
+    assert io.totals == {"write_bytes": 600} and io.by_time == {"write_bytes": 600}

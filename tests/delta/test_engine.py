@@ -73,6 +73,20 @@ def test_changed_start_time_is_a_reset_even_when_counters_grew():
     assert d.flags & DeltaFlag.RESET_START and d.stats["read_bytes"].sum == 5 * 4096
 
 
+def test_a_new_or_recreated_entry_keeps_its_creation_time_inside_the_interval():
+    _, (d,) = run([(0, [entry("a", rb=4096, start=-50.0)]),
+                   (120, [entry("a", rb=4096, start=-50.0), entry("b", wb=1048576,
+                                                                   start=70.0)])])
+    assert d.raw_id == "b" and d.entry_start == 70.0
+    _, (d,) = run([(0, [entry("a", rb=2 * 4096, start=10.0)]),
+                   (120, [entry("a", rb=5 * 4096, start=100.0)])])
+    assert d.entry_start == 100.0
+    # a growing old entry (created before the interval) says nothing new
+    _, (d,) = run([(0, [entry("a", rb=4096, start=-50.0)]),
+                   (120, [entry("a", rb=2 * 4096, start=-50.0)])])
+    assert d.entry_start is None
+
+
 def test_absence_from_an_intermediate_read_is_a_reset():
     out = run([(0, [entry("a", rb=8 * 4096)]), (120, []), (240, [entry("a", rb=9 * 4096)])])
     (d,) = out[2]

@@ -17,7 +17,7 @@ def _batch() -> Batch:
     deltas = [
         (Delta("fs-OST0001", '"5:1000:n1"', "5:1000:n1", 100.0, 220.0, 219.5,
                {"write_bytes": 7, "punch": 2, "future_op": 1}, {"write_bytes": big},
-               DeltaFlag.NEW | DeltaFlag.GAP),
+               DeltaFlag.NEW | DeltaFlag.GAP, 130.25),
          JobId(IdClass.EXACT, 5, 1000, "n1", None, True)),
         (Delta("fs-MDT0000", "python3.1001", "python3.1001", 100.0, 220.0, None, {"open": 3},
                {}, 0),
@@ -74,6 +74,15 @@ def test_a_batch_of_the_first_marshal_format_is_still_read():
            batch_file._plain(batch.deltas), batch.n_entries, batch.n_problems,
            batch.n_repaired, batch.n_unattributable)
     assert batch_file.decode(b"SIOB\x01" + marshal.dumps(old, 4)) == batch
+
+
+def test_a_batch_spooled_before_entry_start_was_kept_is_still_read():
+    batch = _batch()
+    plain = [row[:15] for row in batch_file._plain(batch.deltas)]
+    old = (batch.collector, batch.seq, batch.read_time, batch.targets, plain,
+           batch.n_entries, batch.n_problems, batch.n_repaired, batch.n_unattributable)
+    got = batch_file.decode(b"SIOB\x01" + marshal.dumps(old, 4))
+    assert got.deltas[0][0] == batch.deltas[0][0]._replace(entry_start=None)
 
 
 def test_a_cut_batch_file_is_refused_not_half_read(monkeypatch):

@@ -1,0 +1,353 @@
+"""Splitting a `:uid:host` delta between the jobs of one user on one node, from evidence.
+
+When two or more jobs of a uid run on a node, a delta of the node's `:uid:host` entry could be
+any of theirs. Time overlap alone gives each the same rate, which is wrong whenever the jobs
+differ (a streaming job next to a post-processing task of the same user gets the same share).
+What the data does say is what each job did by its own id on that node just before and just
+after the blind stretch: the collectors keep reading the jobs' own entries whenever the id is
+intact. The rule, per delta and per facet (read bytes, write bytes, other operations):
+
+0. A candidate seen moving data by its own id on that node and target kind during the delta's
+   interval was printing its id then: when some candidates were seen and others not, the
+   delta is divided among the others only (by the rules below, or by time among them).
+   Likewise, when some candidates did I/O by their id on the other target kind then (a job
+   in an I/O phase opens and closes files) and others did none, the delta goes to the busy.
+1. Window: the intervals around the delta, [a - W, b + W], minus every stretch in which the
+   uid's activity on that node and target kind was itself blind (its `:uid:host` deltas),
+   for the first W of WINDOWS at which every candidate was observed >= MIN_OBSERVED seconds
+   (if one never is, because it ran almost only while blind, there is no evidence).
+   Rows are aligned by time (their interval's overlap with the window), not by read: every
+   server reads at its own times.
+2. A candidate's rate is what its own rows on that node show in the window, per second of
+   its run that the window observed: first on the delta's own target, else on any target of
+   the same kind (MDT or OST), else on the same kind over the widest window. A candidate
+   observed doing nothing there has rate 0: that is evidence too.
+3. Weight = rate x the candidate's overlap with the delta's interval; the delta is divided by
+   weight (all of it: see split()). Where a candidate was never
+   observed (its run lies wholly in blind time) or no candidate moved that facet in the
+   window, the split falls back to time overlap.
+
+Every function here is pure; attribute.core calls them and records which rule gave what.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from slurm_io.attribute.core import DeltaRow, JobWindow
+
+FACETS = ("read", "write", "ops")
+WINDOWS = (600.0, 1800.0, 3600.0)  # seconds around the delta in which evidence is looked for
+MIN_OBSERVED = 240.0  # two collector periods: less is not a rate
+CAP_SLACK = 2.0  # a job is given at most twice the highest rate it showed by its own id
+SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
+
+Interval = tuple[float, float]
+
+
+_FACET_OF: dict[str, str] = {}
+
+
+def facet(counter: str) -> str:
+    """The facet a counter belongs to: bytes and requests of reads, of writes, or operations."""
+    f = _FACET_OF.get(counter)
+    if f is None:
+        f = ("read" if counter.startswith("read_bytes") else
+             "write" if counter.startswith("write_bytes") else "ops")
+        _FACET_OF[counter] = f
+    return f
+
+
+def measures(counters: dict[str, int]) -> tuple[float, float, float]:
+    """(read bytes, write bytes, operations) of a delta: what its facets are weighed by."""
+    ops = sum(v for k, v in counters.items() if facet(k) == "ops")
+    return float(counters.get("read_bytes", 0)), float(counters.get("write_bytes", 0)), ops
+
+
+def target_kind(target: str) -> str:
+    """MDT or OST from a target name (`scratch-MDT0000`, `scratch-OST0003`)."""
+    return "MDT" if "-MDT" in target else "OST"
+
+
+def effective(d: DeltaRow, created: bool = False) -> Interval:
+    """The interval in which the delta's I/O can have happened.
+
+    An entry's snapshot_time is its last update: nothing moved after it, so the interval
+    ends there when it is inside the read interval (epoch times only). With `created`, its
+    start_time (2.15.2+) too: nothing moved before the entry was created. split() uses that
+    for a delta one job can own (the job's edges); between several candidates it weighs the
+    read interval, as their own rows are read intervals (narrowing there measured worse).
+    """
+    start, end = d.ts_start, d.ts_end
+    if d.last_update is not None and start < d.last_update < end:
+        end = d.last_update
+    if created and d.entry_start is not None and start < d.entry_start < end:
+        start = d.entry_start
+    return start, end
+
+
+def run_of(c: JobWindow, now: float) -> Interval:
+    return (c.start if c.start is not None else float("-inf"),
+            c.end if c.end is not None else now)
+
+
+def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """Union of intervals as sorted disjoint intervals."""
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def subtract(lo: float, hi: float, holes: Sequence[Interval]) -> list[Interval]:
+    """[lo, hi] minus sorted disjoint `holes`."""
+    out: list[Interval] = []
+    cur = lo
+    i = bisect_left(holes, (lo, lo))
+    if i > 0 and holes[i - 1][1] > lo:
+        i -= 1
+    for a, b in holes[i:]:
+        if a >= hi:
+            break
+        if a > cur:
+            out.append((cur, a))
+        cur = max(cur, b)
+    if cur < hi:
+        out.append((cur, hi))
+    return out
+
+
+class Row(NamedTuple):
+    """A delta named by a job, reduced to what evidence needs."""
+
+    t0: float
+    t1: float
+    target: str
+    kind: str
+    m: tuple[float, float, float]  # measures()
+
+
+class Evidence:
+    """Directly identified activity of jobs per (node, job), sorted by time."""
+
+    def __init__(self, rows: Iterable[tuple[int, str, DeltaRow]] = ()) -> None:
+        by: dict[tuple[str, int], list[Row]] = defaultdict(list)
+        for job, node, d in rows:
+            a, b = effective(d)
+            by[(node, job)].append(Row(a, b, d.target, target_kind(d.target),
+                                       measures(d.counters)))
+        self._rows = {k: sorted(v) for k, v in by.items()}
+        self._starts = {k: [r.t0 for r in v] for k, v in self._rows.items()}
+        self._span = max((r.t1 - r.t0 for v in self._rows.values() for r in v), default=0.0)
+
+    def seen(self, node: str, job: int, kind: str | None, a: float, b: float) -> bool:
+        """Whether the job moved anything by its own id on `node` and `kind` (any kind when
+        None) during (a, b): a row with data at least half of whose interval lies in (a, b)
+        (servers read at different times, so a neighbouring interval overlaps a little)."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return False
+        for r in rows[bisect_left(self._starts[(node, job)], a - self._span):]:
+            if r.t0 >= b:
+                break
+            if (kind is None or r.kind == kind) and any(r.m) and (
+                    overlap(r.t0, r.t1, a, b) > 0.5 * (r.t1 - r.t0)):
+                return True
+        return False
+
+    def peak(self, node: str, job: int, kind: str, i: int, lo: float, hi: float
+             ) -> float | None:
+        """The highest rate (per second) the job showed by its own id on `node` and targets
+        of `kind` in a read interval ending in [lo, hi]: bytes (read + write) for facets 0
+        and 1, operations for facet 2. None when it has no such row (never observed)."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return None
+        best: float | None = None
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 > hi:
+                break
+            if r.kind != kind or not lo <= r.t1 <= hi or r.t1 - r.t0 < MIN_OBSERVED / 4:
+                continue
+            v = r.m[2] if i == 2 else r.m[0] + r.m[1]
+            best = max(best or 0.0, v / (r.t1 - r.t0))
+        return best
+
+    def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
+               kind: str, i: int) -> float:
+        """Facet `i` of the job's own rows on `node` inside `windows` (pro rata of each row's
+        interval), on `target` when given, else on every target of `kind`."""
+        rows = self._rows.get((node, job))
+        if not rows or not windows:
+            return 0.0
+        starts = self._starts[(node, job)]
+        lo, hi = windows[0][0], windows[-1][1]
+        total = 0.0
+        for r in rows[bisect_left(starts, lo - self._span):]:
+            if r.t0 >= hi:
+                break
+            if (r.target != target) if target is not None else (r.kind != kind):
+                continue
+            v = r.m[i]
+            if not v:
+                continue
+            length = r.t1 - r.t0
+            if length <= 0:
+                if any(a <= r.t1 <= b for a, b in windows):
+                    total += v
+                continue
+            inside = sum(overlap(r.t0, r.t1, a, b) for a, b in windows)
+            total += v * inside / length
+        return total
+
+
+class Split(NamedTuple):
+    fractions: dict[int, float]  # job -> part of the facet it gets (their sum <= 1)
+    rule: str  # SINGLE (one candidate), EVIDENCE, or TIME (no usable evidence)
+
+
+def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Evidence,
+          blind: Sequence[Interval], now: float) -> Split:
+    """How facet `i` of `:uid:host` delta `d` divides among `candidates` (jobs of the uid on
+    d's node). `blind`: sorted disjoint stretches in which the uid's activity of d's kind on
+    that node went to `:uid:host` entries (d's own interval included or not)."""
+    runs = {c.job: run_of(c, now) for c in candidates}
+    active: list[JobWindow] = []
+    for created in (True, False):
+        a, b = effective(d, created)
+        length = b - a
+        if length <= 0:  # an instant: the jobs running then, each as if for a second
+            active = [c for c in candidates if runs[c.job][0] <= b and runs[c.job][1] >= a]
+            over = {c.job: 1.0 for c in active}
+        else:
+            over = {j: overlap(a, b, *r) for j, r in runs.items()}
+            active = [c for c in candidates if over[c.job] > 0]
+        if len(active) < 2:
+            break
+    # A compute node runs a user's processes only inside their jobs (pam_slurm_adopt): the
+    # part of the interval no job of the uid covers is a job's start-up or wind-down, or no
+    # I/O at all; so the jobs that overlap the interval share the whole delta.
+    part = 1.0
+    if not active:
+        return Split({}, SINGLE)
+    if len(active) == 1:
+        return Split({active[0].job: part}, SINGLE)
+    weights = _evidence_weights(d, i, active, runs, over, evidence, blind)
+    rule = EVIDENCE
+    if weights is None:
+        weights, rule = {c.job: over[c.job] for c in active}, TIME
+    total = sum(weights.values())
+    fractions = {j: part * w / total for j, w in weights.items()}
+    # caps compare rates over read intervals, as the peaks are measured
+    over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
+    out = capped(d, i, fractions, over_read, evidence)
+    if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
+        rule = EVIDENCE  # the peaks moved part of it: that is evidence too
+    return Split(out, rule)
+
+
+def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
+                      runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
+                      blind: Sequence[Interval]) -> dict[int, float] | None:
+    if d.node is None:
+        return None
+    a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
+    kind = target_kind(d.target)
+    seen = [c for c in active if evidence.seen(d.node, c.job, kind, a, b)]
+    if seen and len(seen) < len(active):
+        # the seen ones printed their own id then: the blind delta is the others'
+        unseen = [c for c in active if c not in seen]
+        inner = _evidence_weights(d, i, unseen, runs, over, evidence, blind)
+        weights = inner if inner is not None else {c.job: over[c.job] for c in unseen}
+        return {**{c.job: 0.0 for c in seen}, **weights}
+    busy = [c for c in active if evidence.seen(d.node, c.job, None, a, b)]
+    if busy and len(busy) < len(active):
+        # the others did no I/O at all by their id then (on the other kind, not blind)
+        inner = _evidence_weights(d, i, busy, runs, over, evidence, blind)
+        weights = inner if inner is not None else {c.job: over[c.job] for c in busy}
+        return {**{c.job: 0.0 for c in active if c not in busy}, **weights}
+    holes = merge([*blind, (a, b)])
+    observed: dict[int, float] = {}
+    windows: list[Interval] = []
+    chosen = WINDOWS[0]
+    for chosen in WINDOWS:
+        windows = subtract(a - chosen, b + chosen, holes)
+        observed = {c.job: sum(overlap(x, y, *runs[c.job]) for x, y in windows)
+                    for c in active}
+        if min(observed.values()) >= MIN_OBSERVED:
+            break
+    if min(observed.values()) < MIN_OBSERVED:
+        return None  # a candidate ran (almost) only while blind: nothing to weigh it by
+    for target in (d.target, None):
+        weights = {}
+        for c in active:
+            got = evidence.amount(d.node, c.job, windows, target, kind, i)
+            weights[c.job] = over[c.job] * got / observed[c.job]
+        if sum(weights.values()) > 0:
+            return weights
+    if chosen < WINDOWS[-1]:
+        # nothing of that facet nearby: the same kind over the widest window
+        wide = subtract(a - WINDOWS[-1], b + WINDOWS[-1], holes)
+        seen_for = {c.job: sum(overlap(x, y, *runs[c.job]) for x, y in wide) for c in active}
+        weights = {c.job: over[c.job] * evidence.amount(d.node, c.job, wide, None, kind, i)
+                   / seen_for[c.job] for c in active}
+        if sum(weights.values()) > 0:
+            return weights
+    return None
+
+
+def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
+           evidence: Evidence) -> dict[int, float]:
+    """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
+    own id on the node within the widest window around the delta (bytes for reads and
+    writes, operations for the rest): what it can
+    not have done goes to the candidates that can, in proportion to what they had; where
+    no candidate can, the rest is shared in proportion to their peaks (by time when no
+    candidate showed any)."""
+    amount = measures(d.counters)[i]
+    if amount <= 0 or d.node is None or len(fractions) < 2:
+        return fractions
+    kind = target_kind(d.target)
+    a, b = d.ts_start, d.ts_end
+    caps: dict[int, float] = {}
+    for j in fractions:
+        peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
+        caps[j] = float("inf") if peak is None else CAP_SLACK * peak * over[j] / amount
+    if all(c == float("inf") for c in caps.values()):
+        return fractions
+    out = dict(fractions)
+    free = set(out)
+    for _ in range(len(out)):
+        hit = [j for j in free if out[j] > caps[j] + 1e-12]
+        if not hit:
+            return out
+        excess = sum(out[j] - caps[j] for j in hit)
+        for j in hit:
+            out[j] = caps[j]
+            free.discard(j)
+        if not free:
+            break
+        base = sum(out[j] for j in free)
+        for j in free:
+            out[j] += excess * (out[j] / base if base > 0 else 1.0 / len(free))
+    rest = sum(fractions.values()) - sum(out.values())
+    if rest > 1e-12:
+        peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in out}
+        total = sum(peaks.values())
+        for j in out:
+            out[j] += rest * (peaks[j] / total if total > 0
+                              else over[j] / sum(over[k] for k in out))
+    return out

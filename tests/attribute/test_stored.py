@@ -1,0 +1,138 @@
+"""Attribution computed once and stored: what the readers get, and revision after late data.
+
+A real PostgreSQL (db_dsn); deltas written through the real ingest path (store.writer).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from slurm_io.attribute.sql import (
+    attribute_jobs,
+    find_jobs,
+    pending_jobs,
+    stored_hours,
+    stored_job_io,
+)
+from slurm_io.jobs.store import upsert_jobs
+from slurm_io.model import Batch, ByteStats, Delta, DeltaFlag, IdClass, JobId, JobRecord
+from slurm_io.report.show import job_report
+from slurm_io.store.writer import write_batch
+
+T0 = 1_795_000_200.0  # on the hour boundary + 200 s
+UID = 4242
+
+
+def _job(job: int, start: float, end: float) -> JobRecord:
+    return JobRecord(job, str(job), None, None, UID, "ann", "acc", "p", f"j{job}", ("n1",),
+                     start - 60, start, end, "COMPLETED", "0:0", "/w", "sbatch x", "sacct")
+
+
+def _delta(t0: float, t1: float, raw: str, *, wb: int, target: str = "fs-OST0000") -> Delta:
+    """`wb` bytes written in one request."""
+    return Delta(target, raw, raw, t0, t1, None, {"write_bytes": 1},
+                 {"write_bytes": ByteStats(1, wb, wb, wb, wb * wb, None)}, DeltaFlag.NONE)
+
+
+def _exact(job: int) -> JobId:
+    return JobId(IdClass.EXACT, job, UID, "n1", None, False)
+
+
+MISSING = JobId(IdClass.JOB_MISSING, None, UID, "n1", None, False)
+
+
+def _batch(seq: int, read: float, deltas: list[tuple[Delta, JobId]]) -> Batch:
+    return Batch("oss1", seq, read, ("fs-OST0000",), deltas, len(deltas), 0, 0, 0)
+
+
+@pytest.fixture
+def two_jobs(db_dsn):
+    """Jobs 11 and 12 of one user on n1 for an hour; job 11 writes 300 bytes per read by its
+    own id, job 12 100; one `:uid:host` read of 400 bytes in the middle."""
+    seq = 0
+    with psycopg.connect(db_dsn) as conn:
+        upsert_jobs(conn, [_job(11, T0, T0 + 3600), _job(12, T0, T0 + 3600)])
+        for k in range(30):
+            t = T0 + 120 * k
+            if k == 15:
+                d = [(_delta(t, t + 120, f":{UID}:n1", wb=400), MISSING)]
+            else:
+                d = [(_delta(t, t + 120, f"11:{UID}:n1", wb=300), _exact(11)),
+                     (_delta(t, t + 120, f"12:{UID}:n1", wb=100), _exact(12))]
+            seq += 1
+            write_batch(conn, _batch(seq, t + 120, d))
+        seq += 1
+        write_batch(conn, _batch(seq, T0 + 3720, []))  # the collector read past the end
+        conn.commit()
+    return db_dsn
+
+
+def _stored(conn, job):
+    s = stored_job_io(conn, job)
+    assert s is not None
+    return s
+
+
+def test_batch_attribution_stores_totals_provenance_and_hours(two_jobs):
+    with psycopg.connect(two_jobs) as conn:
+        n, complete = attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        assert (n, complete) == (2, 2)
+        a, b = _stored(conn, 11), _stored(conn, 12)
+        # the blind 400 split 3:1 by what each wrote by its own id around it
+        assert a.io.totals["write_bytes"] == 29 * 300 + 300
+        assert b.io.totals["write_bytes"] == 29 * 100 + 100
+        assert a.io.by_evidence["write_bytes"] == 300 and a.io.by_time == {}
+        assert a.complete and a.revision == 1
+        hours = stored_hours(conn, T0 - 3600, T0 + 7200, [11])
+        assert sum(h[5]["write_bytes"] for h in hours) == a.io.totals["write_bytes"]
+        assert sum(h[6].get("write_bytes", 0) for h in hours) == 300
+        assert {h[3] for h in hours} == {"OST"} and {h[2] for h in hours} == {"fs"}
+
+
+def test_show_of_a_finished_job_reads_the_stored_figures(two_jobs):
+    with psycopg.connect(two_jobs) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        # the stored row is what show prints: change it and show follows
+        conn.execute("UPDATE job_io SET totals = '{\"write_bytes\": 1}' WHERE job = 11")
+        conn.commit()
+        (info,) = find_jobs(conn, "11")
+        r = job_report(conn, info, now=T0 + 7200)
+    assert r["totals"] == {"write_bytes": 1} and r["revision"] == 1
+    assert r["ambiguous_evidence"]["write_bytes"] == 300
+
+
+def test_late_job_missing_data_revises_the_stored_figures(two_jobs, tmp_path):
+    with psycopg.connect(two_jobs) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        assert pending_jobs(conn, 0) == []
+        conn.commit()
+        # a spooled batch of another server arrives late: `:uid:host` writes of 800 during
+        # both jobs' run; neither job wrote to that target by its own id, so what they wrote
+        # to the other OST around it splits it: 600 / 200
+        late = _delta(T0 + 600, T0 + 720, f":{UID}:n1", wb=800, target="fs-OST0001")
+        write_batch(conn, Batch("oss2", 1, T0 + 720, ("fs-OST0001",), [(late, MISSING)],
+                                1, 0, 0, 0))
+        write_batch(conn, Batch("oss2", 2, T0 + 3720, ("fs-OST0001",), [], 0, 0, 0, 0))
+        conn.commit()
+        assert sorted(i.job for i in pending_jobs(conn, 0)) == [11, 12]
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        a = _stored(conn, 11)
+        assert a.revision == 2
+        assert a.io.totals["write_bytes"] == 29 * 300 + 300 + 600
+        assert a.io.by_evidence["write_bytes"] == 300 + 600
+        assert pending_jobs(conn, 0) == []
+    # and `jobio show` says so, as a user runs it
+    out = subprocess.run([str(Path(sys.executable).parent / "jobio"), "--dsn", two_jobs,
+                          "show", "11"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "revised after late data: revision 2" in out.stdout
+    out = subprocess.run([str(Path(sys.executable).parent / "jobio"), "--dsn", two_jobs,
+                          "show", "11", "--json"], capture_output=True, text=True, timeout=60)
+    (j,) = json.loads(out.stdout)
+    assert j["revision"] == 2 and j["ambiguous_evidence"]["write_bytes"] == 900
