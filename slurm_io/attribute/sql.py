@@ -17,6 +17,7 @@ import psycopg
 from slurm_io.attribute.core import DeltaRow, JobIO, JobWindow, attribute
 from slurm_io.attribute.evidence import WINDOWS
 from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
+from slurm_io.store.bulk import copy_rows
 
 _COUNTER_COLS: list[tuple[str, str]] = []
 for _b in BYTE_COUNTERS:
@@ -226,7 +227,7 @@ def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bo
                                    by_evidence, by_time, n_direct, n_recovered, revision,
                                    data_until)
                VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
-                       (SELECT max(ingested_at) FROM ingest_batch))
+                       jobio_newest_ingest())
                ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
                  complete = EXCLUDED.complete, totals = EXCLUDED.totals,
                  recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
@@ -252,12 +253,9 @@ def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bo
 def store_hours(conn: psycopg.Connection, jobs: list[int], rows: list[tuple[Any, ...]]) -> None:
     """Replace the stored hours of `jobs` by `rows` (one DELETE and one COPY)."""
     conn.execute("DELETE FROM job_io_hour WHERE job = ANY(%s)", (jobs,))
-    if rows:
-        with conn.cursor().copy(
-                "COPY job_io_hour (job, hour, fs, kind, uid, totals, recovered) FROM STDIN"
-        ) as cp:
-            for r in rows:
-                cp.write_row(r)
+    with conn.cursor() as cur:
+        copy_rows(cur, "job_io_hour",
+                  ("job", "hour", "fs", "kind", "uid", "totals", "recovered"), rows)
 
 
 class StoredIO(NamedTuple):
@@ -274,7 +272,7 @@ _IO_COLS = ("totals, recovered, ambiguous, split, by_target, by_node, timeline, 
             "n_direct, n_recovered, by_evidence, by_time, complete, revision, "
             "extract(epoch FROM computed_at)::float8, "
             "coalesce(data_until, '-infinity') >= "
-            "coalesce((SELECT max(ingested_at) FROM ingest_batch), '-infinity')")
+            "coalesce(jobio_newest_ingest(), '-infinity')")
 
 
 def stored_job_io(conn: psycopg.Connection, job: int) -> StoredIO | None:

@@ -13,10 +13,7 @@ from slurm_io.config import Config
 
 
 def _time(value: str | None, default: float, hint: str) -> float:
-    try:
-        return parse_time_arg(value, default)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=hint) from e
+    return parse_time_arg(value, default, hint)
 
 
 @main.command("alerts")

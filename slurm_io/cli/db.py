@@ -45,9 +45,14 @@ def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None
 
     try:
         raw = partitions.parse_duration(older_than or cfg.retention_raw)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--older-than" if older_than
+                                 else "retention.raw") from e
+    try:
         results = partitions.parse_duration(results_older_than or cfg.retention_results)
     except ValueError as e:
-        raise click.UsageError(str(e)) from e
+        raise click.BadParameter(str(e), param_hint="--results-older-than"
+                                 if results_older_than else "retention.results") from e
     now = time.time()
     with connect_db(cfg) as conn:
         unattributed = retention.unattributed_before(conn, now - raw)

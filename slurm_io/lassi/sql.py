@@ -24,11 +24,11 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from slurm_io.attribute.core import JobWindow
 from slurm_io.lassi import metrics as M
 from slurm_io.model import OP_COUNTERS, IdClass
+from slurm_io.store.bulk import copy_rows
 
 HOUR = 3600.0
 _OTHER_OPS = [op for op in OP_COUNTERS if op not in M.OST_DATA_OPS]
@@ -283,28 +283,8 @@ def _row(s: M.Scored) -> tuple[Any, ...]:
 
 def _copy(cur: psycopg.Cursor, table: str, cols: list[str], rows: list[tuple[Any, ...]]
           ) -> None:
-    """Bulk-insert `rows`, by COPY even where row-level security applies.
-
-    PostgreSQL refuses COPY FROM into a table whose RLS applies to the current role: the
-    lassi tables FORCE it, so that is the case for the documented site-server owner (not a
-    superuser, docs/privacy.md) and for collector roles. There the rows go by COPY into a
-    temporary table and on by one INSERT ... SELECT, which the writer's policy allows.
-    """
-    if not rows:
-        return
-    cols_sql = sql.SQL(", ").join(map(sql.Identifier, cols))
-    (under_rls,) = cur.execute("SELECT row_security_active(%s::regclass)", (table,)
-                               ).fetchone() or (True,)
-    target = sql.Identifier(f"_lassi_load_{table}" if under_rls else table)
-    if under_rls:
-        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT {} FROM {} "
-                            "WITH NO DATA").format(target, cols_sql, sql.Identifier(table)))
-    with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(target, cols_sql)) as cp:
-        for r in rows:
-            cp.write_row(r)
-    if under_rls:
-        cur.execute(sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(
-            sql.Identifier(table), cols_sql, cols_sql, target))
+    """Bulk-insert `rows`, by COPY even where row-level security applies (store.bulk)."""
+    copy_rows(cur, table, cols, rows)
 
 
 def computed_days(conn: psycopg.Connection, first: date, last: date) -> set[date]:

@@ -158,5 +158,6 @@ def test_site_template_replaces_the_packaged_one(db_dsn, tmp_path):
 def test_a_bad_time_is_one_line(db_dsn, tmp_path, args):
     r = _jobio(_config(tmp_path, 25), db_dsn, "alerts", *args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("Error:")]
-    assert len(errors) == 1 and args[-1] in errors[0], r.stderr
+    errors = r.stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("jobio: error:"), r.stderr
+    assert args[-1] in errors[0] and args[-2] in errors[0], r.stderr
