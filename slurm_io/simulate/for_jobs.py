@@ -56,8 +56,13 @@ class _Counters:
 
 
 def reads_for_jobs(jobs: Sequence[JobRecord], out: Path, *, seed: int = 1, step: float = 1.0,
-                   fs: str = "lab", release: str = "2.16") -> dict[int, Expected]:
-    """Write reads of one MDS (`mds1`, fs-MDT0000) and one OSS (`oss1`, fs-OST0000/1)."""
+                   fs: str = "lab", release: str = "2.16",
+                   hidden_share: float = 0.3) -> dict[int, Expected]:
+    """Write reads of one MDS (`mds1`, fs-MDT0000) and one OSS (`oss1`, fs-OST0000/1).
+
+    `hidden_share`: the chance that a node's interval goes under a job-missing id. Those are
+    recovered by time, so reads served by a live collector after the jobs ended (its clock,
+    not the reads', stamps the deltas) need 0."""
     rng = random.Random(seed)
     ran = [j for j in jobs if j.start is not None and j.end is not None and j.nodes
            and j.uid is not None]
@@ -88,7 +93,7 @@ def reads_for_jobs(jobs: Sequence[JobRecord], out: Path, *, seed: int = 1, step:
                     alone = not any(o.job != j.job and o.uid == j.uid and node in o.nodes
                                     and o.start < t and o.end > t0  # type: ignore[operator]
                                     for o in ran)
-                    hidden = alone and rng.random() < 0.3
+                    hidden = alone and rng.random() < hidden_share
                     jid = f":{j.uid}:{node}" if hidden else f"{j.job}:{j.uid}:{node}"
                     ost = osts[rng.randrange(2)]
                     w = rng.randrange(1, 50)

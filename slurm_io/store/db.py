@@ -13,12 +13,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from slurm_io.paths import default_state_dir
 from slurm_io.store.embedded import EmbeddedPostgres
 
 DSN_ENV = "SLURM_IO_DSN"
 APPLICATION_NAME = "slurm-io"
+# A daemon's connection must not hang on a link that died under it (an interface down, a
+# cable pulled: no reset ever comes): data unacknowledged for TCP_USER_TIMEOUT gives the
+# connection up, and keepalives probe an idle one, so the collector's next cycle reads lctl
+# and spools instead of waiting for the kernel's ~15 min of retransmissions. Well inside the
+# default 120 s interval. Settings in the DSN win; libpq ignores them on unix sockets.
+DAEMON_TCP = {"tcp_user_timeout": "30000", "keepalives": "1", "keepalives_idle": "30",
+              "keepalives_interval": "10", "keepalives_count": "3"}
 
 
 def resolve_dsn(flag_value: str | None) -> str | None:
@@ -58,6 +66,8 @@ def upgrading_factory(dsn: str | None, *, state_dir: Path | None = None
     from slurm_io.store import migrate
 
     upgraded = False
+    if dsn is not None:
+        dsn = with_dead_link_bounds(dsn)
 
     def factory() -> psycopg.Connection:
         nonlocal upgraded
@@ -68,6 +78,15 @@ def upgrading_factory(dsn: str | None, *, state_dir: Path | None = None
         return conn
 
     return factory
+
+
+def with_dead_link_bounds(dsn: str) -> str:
+    """`dsn` with DAEMON_TCP's settings for those it does not set itself."""
+    try:
+        given = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return dsn  # malformed: connect() says so, as it would have without these
+    return make_conninfo(dsn, **{k: v for k, v in DAEMON_TCP.items() if k not in given})
 
 
 class DatabaseLink:

@@ -58,7 +58,8 @@ def free_port() -> int:
 def tls_postgres(base: Path, *, netns: str | None = None, listen: str = "127.0.0.1",
                  clients: str = "127.0.0.1/32", also_for: tuple[str, ...] = ()
                  ) -> Iterator[tuple[str, Path, int]]:
-    """(superuser DSN over TLS, CA file, port) of a fresh server under `base`; in network
+    """(superuser DSN over TLS, CA file, port) of a fresh server under `base`, listening on
+    `listen` (comma-separated addresses, each in the certificate); in network
     namespace `netns` (then the DSN is over its unix socket: root may log in as the
     superuser by peer authentication, and every local account as its own role)."""
     acct = pwd.getpwnam(SERVICE_ACCOUNT)
@@ -66,8 +67,8 @@ def tls_postgres(base: Path, *, netns: str | None = None, listen: str = "127.0.0
     d.mkdir()
     os.chown(d, acct.pw_uid, acct.pw_gid)
     d.chmod(0o755)
-    ca, cert, key = make_ca_and_server_cert(
-        d, SERVICE_ACCOUNT, ((listen,) if listen != "127.0.0.1" else ()) + also_for)
+    addresses = tuple(a.strip() for a in listen.split(",") if a.strip() != "127.0.0.1")
+    ca, cert, key = make_ca_and_server_cert(d, SERVICE_ACCOUNT, addresses + also_for)
     password = secrets.token_hex(16)
     pwfile = d / "pw"
     pwfile.write_text(password + "\n")
