@@ -15,7 +15,11 @@ d = Path(sys.argv[1])
 files = sorted(d.glob("*.txt"), key=lambda p: float(p.stem))
 counter = d / ".next"
 i = int(counter.read_text()) if counter.exists() else 0
-counter.write_text(str(i + 1))
+# atomically: a test polls the count while collectors call this (an empty file mid-write
+# would read as no number)
+tmp = d / f".next.{os.getpid()}"
+tmp.write_text(str(i + 1))
+os.replace(tmp, counter)
 if os.environ.get("FAKE_LCTL_FAIL"):
     print("error: get_param: param_path 'mdt/*/job_stats': No such file", file=sys.stderr)
     sys.exit(1)
