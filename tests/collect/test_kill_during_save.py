@@ -68,7 +68,6 @@ def _finish(args: list[str]) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is installed by setup.sh")
 def test_kill_9_between_the_frames_of_a_journal_record_loses_and_doubles_nothing(
         cluster, undisturbed, db_dsn, tmp_path):  # noqa: F811
     state = tmp_path / "state"
@@ -90,7 +89,6 @@ def test_kill_9_between_the_frames_of_a_journal_record_loses_and_doubles_nothing
     assert stored_rows(db_dsn) == undisturbed
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is installed by setup.sh")
 def test_kill_9_between_a_new_snapshot_and_the_removal_of_its_journal_loses_and_doubles_nothing(
         cluster, undisturbed, db_dsn, tmp_path):  # noqa: F811
     state = tmp_path / "state"
