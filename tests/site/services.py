@@ -3,6 +3,7 @@ and `jobio serve` running as its own OS account. Each is stopped by its own PID.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import signal
@@ -117,9 +118,15 @@ def running_service(jobio: Path, account: str, config: Path, port: int, url: str
             raise RuntimeError(f"jobio serve did not answer: {log.read_text()}")
         yield proc
     finally:
+        stop_session(proc)
+
+
+def stop_session(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process started in its own session, by its PID: TERM, then KILL after 20 s."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

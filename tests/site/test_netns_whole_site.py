@@ -35,13 +35,11 @@ import json
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -53,15 +51,21 @@ from slurm_io.notify.reporter import SacctJobsSource
 from slurm_io.report.counters import human_bytes
 from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.store import accounts, migrate
-from tests.e2e.test_mail_e2e import hook_install
+from tests import needs
+from tests.e2e.test_mail_e2e import hook_install, wait_for
 from tests.notify.smtp_sink import smtp_server
 from tests.privacy.test_privacy import RUNUSER, uids  # noqa: F401  (fixture)
 from tests.site.remote_pg import tls_postgres
-from tests.site.services import ensure_service_account, private_munged, running_service
+from tests.site.services import (
+    ensure_service_account,
+    private_munged,
+    running_service,
+    stop_session,
+)
 from tests.slurm_fixtures import HOST_RELEASE, SlurmCluster, ensure_cluster
 
 pytestmark = [pytest.mark.pg, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="netns and Slurm testbed: root")]
+              needs.root("netns and Slurm testbed: root")]
 REPO = Path(__file__).resolve().parents[2]
 FAKE = REPO / "tests/collect/fake_lctl.py"
 RELAYS = Path(__file__).with_name("netns_relays.py")
@@ -129,13 +133,7 @@ def started(cmd: list[str], log: Path, env: dict[str, str] | None = None
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_session(proc)
 
 
 def in_ns(ns: str, cmd: list[str], *, user: str | None = None, env: dict[str, str] | None = None,
@@ -144,15 +142,6 @@ def in_ns(ns: str, cmd: list[str], *, user: str | None = None, env: dict[str, st
     return subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           check=False, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
                                             "LC_ALL": "C.UTF-8", **(env or {})})
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
-    return value
 
 
 def readable(path: Path, owner: str | None = None, mode: int = 0o644) -> Path:
