@@ -157,3 +157,10 @@ def shared_dir() -> Path:
     if not PRESENT:
         pytest.skip(REASON)
     return SHARED
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that needs root or a program this machine lacks fails, saying so (tests/needs.py)."""
+    from tests import needs
+
+    needs.check(item)

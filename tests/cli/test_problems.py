@@ -14,6 +14,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from slurm_io.store.problems import Problem, record
+from tests import needs
 from tests.cli.installed import assert_one_line_error, command_for, jobio
 
 EVIL = b"JobID|Name\n7|x\x1b[2J\xff\xfe\x00end"
@@ -77,7 +78,7 @@ def test_mistakes_are_one_line(quarantine, args: list[str], needle: str) -> None
     assert_one_line_error(jobio(*site, *args), needle)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="runs jobio as another OS user: root")
+@needs.root("runs jobio as another OS user: root")
 def test_a_user_who_is_not_an_admin_gets_one_clear_line(quarantine, pg_tmp_path) -> None:
     from tests.privacy.test_privacy import RUNUSER, _ensure_os_user
 

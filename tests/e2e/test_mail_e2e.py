@@ -42,13 +42,14 @@ from slurm_io.report.counters import human_bytes
 from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
+from tests import needs
 from tests.notify.smtp_sink import Sink, smtp_server
 from tests.slurm_fixtures import SlurmCluster, ensure_cluster, sacct_time
 
 pytestmark = [
     pytest.mark.pg,
     pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="real Slurm testbed: root"),
+    needs.root("real Slurm testbed: root"),
 ]
 
 REPO = Path(__file__).resolve().parents[2]

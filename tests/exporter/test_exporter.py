@@ -80,7 +80,8 @@ def prometheus(exporter: tuple[str, str, float], tmp_path: Path
                ) -> Iterator[tuple[str, str, float, str]]:
     binary = shutil.which("prometheus")
     if binary is None:
-        pytest.skip("Debian's prometheus is installed by SLURM_IO_EXTRAS=test scripts/setup.sh")
+        pytest.fail("Debian's prometheus is missing: SLURM_IO_EXTRAS=test scripts/setup.sh "
+                    "installs it", pytrace=False)
     dsn, target, last = exporter
     port = _port()
     cfg = tmp_path / "prometheus.yml"

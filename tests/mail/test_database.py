@@ -24,6 +24,7 @@ from slurm_io.mail.builder import MailBuilder, html_part, text_part
 from slurm_io.mail.recipients import SlurmMail
 from slurm_io.notify.interfaces import MailBuilder as MailBuilderProtocol
 from slurm_io.store.embedded import find_bindir
+from tests import needs
 from tests.mail.conftest import NOW
 
 pytestmark = pytest.mark.pg
@@ -182,7 +183,7 @@ def test_a_role_without_a_uid_cannot_write_a_preference(db_dsn, roles):
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="runs psql as an OS user: root")
+@needs.root("runs psql as an OS user: root")
 def test_an_os_user_with_peer_authentication_opts_out(pg_dsn, db_dsn):
     """As in tests/privacy: a real OS account, its login role made by `jobio db users`,
     peer authentication over the embedded server's socket."""

@@ -3,7 +3,6 @@ the site policy."""
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from slurm_io.mail import recipients as rc
 from slurm_io.mail.recipients import SlurmMail, SlurmMailLookup
+from tests import needs
 
 # `scontrol show job -o` of Slurm 22.05.8 (the testbed of scripts/setup-slurm.sh), verbatim
 # but for the middle of the lines.
@@ -143,7 +143,7 @@ def test_lookup_without_slurm_is_none(tmp_path):
     assert SlurmMailLookup(scontrol=hang, sacct=missing, timeout=0.2)(43) is None
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the Slurm testbed needs root")
+@needs.root("the Slurm testbed needs root")
 def test_lookup_on_the_slurm_testbed(slurm_cluster, monkeypatch):
     """A real job submitted with --mail-type=END --mail-user, read back from slurmctld."""
     monkeypatch.setenv("SLURM_CONF", slurm_cluster.env["SLURM_CONF"])

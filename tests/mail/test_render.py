@@ -20,15 +20,14 @@ from PIL import Image
 from slurm_io.config import Config
 from slurm_io.mail.builder import MailBuilder, html_part
 from slurm_io.mail.view import READ_COLOUR, WRITE_COLOUR
+from tests import needs
 from tests.mail.conftest import NOW
 from tests.mail.reports import healthy_streamer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTH, HEIGHT = 900, 1400
 
-if CHROMIUM is None and os.environ.get("CI"):
-    pytest.fail("chromium is not installed: scripts/setup.sh should have", pytrace=False)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+pytestmark = needs.program("chromium", "chromium-browser")
 
 
 def screenshot(html: str, tmp: Path) -> Image.Image:

@@ -31,10 +31,11 @@ from slurm_io.model import Batch, Delta, IdClass, JobId
 from slurm_io.store import accounts, migrate, partitions
 from slurm_io.store.embedded import find_bindir
 from slurm_io.store.writer import write_batch
+from tests import needs
 
 pytestmark = [
     pytest.mark.pg,
-    pytest.mark.skipif(os.geteuid() != 0, reason="creates OS users and runs as them: root"),
+    needs.root("creates OS users and runs as them: root"),
 ]
 
 ADMIN_GROUP = "slurmio-admin"

@@ -22,12 +22,13 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from tests import needs
 from tests.cli.installed import JOBIO, command_for
 from tests.privacy.test_privacy import RUNUSER, _ensure_os_user
 
 pytestmark = [
     pytest.mark.pg,
-    pytest.mark.skipif(os.geteuid() != 0, reason="runs jobio as another OS user: root"),
+    needs.root("runs jobio as another OS user: root"),
 ]
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "privacy.md"

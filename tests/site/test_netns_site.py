@@ -27,11 +27,12 @@ from psycopg.conninfo import make_conninfo
 
 from slurm_io.simulate import simulate
 from slurm_io.store import accounts, migrate
+from tests import needs
 from tests.privacy.test_privacy import RUNUSER, uids  # noqa: F401  (fixture)
 from tests.site.remote_pg import tls_postgres
 from tests.site.services import ensure_service_account, private_munged, running_service
 
-pytestmark = [pytest.mark.pg, pytest.mark.skipif(os.geteuid() != 0, reason="netns: root")]
+pytestmark = [pytest.mark.pg, needs.root("netns: root")]
 REPO = Path(__file__).resolve().parents[2]
 FAKE = REPO / "tests/collect/fake_lctl.py"
 DB_OSS, OSS, DB_LOGIN, LOGIN = "10.77.1.1", "10.77.1.2", "10.77.2.1", "10.77.2.2"

@@ -23,10 +23,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from slurm_io.report.usage import usage
 from slurm_io.simulate import simulate
 from slurm_io.store import migrate
+from tests import needs
 from tests.site.remote_pg import Relay, tls_postgres
 
 pytestmark = [pytest.mark.pg,
-              pytest.mark.skipif(os.geteuid() != 0, reason="runs PostgreSQL as postgres")]
+              needs.root("runs PostgreSQL as postgres")]
 REPO = Path(__file__).resolve().parents[2]
 FAKE = REPO / "tests/collect/fake_lctl.py"
 PASSWORD = "collector-secret-1"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from slurm_io.jobs.sacct import SACCT_FIELDS, SACCT_FIELDS_SLUID, parse_sacct
 from slurm_io.jobs.source import SacctSource
 from slurm_io.slurm import Slurm, SlurmError, parse_version
+from tests import needs
 
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the Slurm testbeds need root")
+root_only = needs.root("the Slurm testbeds need root")
 
 
 @pytest.mark.parametrize(("text", "expected"), [

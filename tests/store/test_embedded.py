@@ -24,6 +24,7 @@ from slurm_io.store.embedded import (
     PostgresNotInstalled,
     find_bindir,
 )
+from tests import needs
 
 pytestmark = pytest.mark.pg
 
@@ -122,7 +123,7 @@ def _psql_as(os_user: str, conninfo: str, query: str = "SELECT current_user") ->
     )
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another OS user")
+@needs.root("needs root to act as another OS user")
 def test_other_os_users_cannot_log_in_as_the_superuser(server: EmbeddedPostgres) -> None:
     conninfo = server.ensure()
     owner = pwd.getpwuid(server.data_dir.stat().st_uid).pw_name
@@ -188,7 +189,7 @@ def test_durability_settings_are_not_weakened(server: EmbeddedPostgres) -> None:
     assert settings == {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the account switch happens only as root")
+@needs.root("the account switch happens only as root")
 def test_as_root_the_server_runs_as_an_unprivileged_account(server: EmbeddedPostgres) -> None:
     server.ensure()
     owner = server.data_dir.stat().st_uid
@@ -198,7 +199,7 @@ def test_as_root_the_server_runs_as_an_unprivileged_account(server: EmbeddedPost
     assert int(uid_line.split()[1]) == owner
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="root-only: the server account is not root")
+@needs.root("root-only: the server account is not root")
 def test_state_dir_the_server_account_cannot_enter_is_reported(pg_tmp_path: Path) -> None:
     private = pg_tmp_path / "private"
     private.mkdir(mode=0o700)

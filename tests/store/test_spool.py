@@ -16,6 +16,7 @@ from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
 from slurm_io.store.spool import Spool
 from slurm_io.store.writer import write_batch
+from tests import needs
 
 T1 = datetime(2024, 4, 2, 10, 0, tzinfo=UTC).timestamp()
 LOG = logging.getLogger("test_spool")
@@ -82,7 +83,7 @@ def test_put_rejects_collector_names_that_cannot_name_a_file(tmp_path: Path) -> 
     assert spool.depth() == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand the directory to another user")
+@needs.root("needs root to hand the directory to another user")
 def test_a_spool_directory_of_another_user_is_refused(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign"
     foreign.mkdir(mode=0o700)

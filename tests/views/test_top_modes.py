@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
 from tests.views import data
 
 AT = "2026-11-18T11:00:30"
@@ -80,7 +80,7 @@ def test_rates_and_minrate(views_dsn):
     assert all(r["rates"]["write_bytes"] >= 1e6 for r in kept)
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is installed by scripts/setup.sh")
+@needs.program("tmux")
 def test_interactive_screen_in_tmux_refreshes_and_changes_sort_on_a_key(views_dsn, tmp_path):
     sock = f"jobio-top-{os.getpid()}"
     tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
