@@ -33,6 +33,10 @@ case ",${SLURM_IO_EXTRAS:-}," in
         command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
         command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
         command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+        # MUNGE: munged, munge/unmunge (the fallback backend) and libmunge.so.2, which the
+        # service and the client load with ctypes (slurm_io/munge_lib.py; no -dev package)
+        command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need_apt+=(munge)
+        ldconfig -p 2>/dev/null | grep -q 'libmunge\.so\.2 ' || need_apt+=(libmunge2)
         # tests/collect/test_kill_during_save.py holds one system call of a state save
         command -v strace >/dev/null 2>&1 || need_apt+=(strace) ;;
 esac

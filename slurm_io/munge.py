@@ -1,18 +1,24 @@
-"""MUNGE credentials, the way Slurm authenticates: a thin adapter over `munge`/`unmunge`.
+"""MUNGE credentials, the way Slurm authenticates: a thin adapter over the local munged.
 
-Why the binaries: they are the cluster's own, installed with munged on every node, and they
-talk to the local munged over its socket; a credential is minted by the munged of the host
-where the client runs (the kernel tells munged the caller's uid) and is only valid for hosts
-sharing the key. One fork per request costs a few milliseconds, well inside the service's
-budget. munged refuses a credential decoded twice (replay) or after its TTL (expiry); the
-caller binds the payload to its request (slurm_io/service/auth.py).
+Two backends, one interface (`encode`, `decode`, `Credential`, `MungeError`): the system's
+libmunge in process (munge_lib.py, the default when libmunge.so.2 loads) and the `munge` /
+`unmunge` binaries (a fork per call: the fallback, and the reference the tests compare the
+library with). Both talk to the local munged over its socket; a credential is minted by the
+munged of the host where the client runs (the kernel tells munged the caller's uid) and is
+only valid for hosts sharing the key. munged refuses a credential decoded twice (replay) or
+after its TTL (expiry); the caller binds the payload to its request
+(slurm_io/service/auth.py). `SLURM_IO_MUNGE=exec` forces the binaries (benchmarks, and a
+site whose libmunge misbehaves).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from dataclasses import dataclass
+
+from slurm_io import munge_lib
 
 STATUS_RE = re.compile(r"^STATUS:\s+(.*?)\s+\((\d+)\)\s*$", re.M)
 FIELD_RE = re.compile(r"^([A-Z_]+):\s+.*\((-?\d+)\)\s*$", re.M)
@@ -39,8 +45,44 @@ def _socket_args(socket: str | None) -> list[str]:
     return ["--socket", socket] if socket else []
 
 
+def backend() -> str:
+    """"lib" (libmunge in process) or "exec" (the munge/unmunge binaries)."""
+    if os.environ.get("SLURM_IO_MUNGE") == "exec" or not munge_lib.available():
+        return "exec"
+    return "lib"
+
+
 def encode(payload: bytes, *, socket: str | None = None, ttl: int | None = None) -> str:
     """A credential for `payload`, minted by the local munged for the calling process's uid."""
+    if backend() == "lib":
+        return encode_lib(payload, socket=socket, ttl=ttl)
+    return encode_exec(payload, socket=socket, ttl=ttl)
+
+
+def decode(credential: str, *, socket: str | None = None) -> Credential:
+    """Verify `credential` with the local munged; MungeError unless it is valid (right key,
+    not expired, never decoded before)."""
+    if backend() == "lib":
+        return decode_lib(credential, socket=socket)
+    return decode_exec(credential, socket=socket)
+
+
+def encode_lib(payload: bytes, *, socket: str | None = None, ttl: int | None = None) -> str:
+    try:
+        return munge_lib.encode(payload, socket=socket, ttl=ttl)
+    except munge_lib.LibMungeError as e:
+        raise MungeError(str(e)) from e
+
+
+def decode_lib(credential: str, *, socket: str | None = None) -> Credential:
+    try:
+        return Credential(*munge_lib.decode(credential, socket=socket))
+    except munge_lib.LibMungeError as e:
+        raise MungeError(str(e)) from e
+
+
+def encode_exec(payload: bytes, *, socket: str | None = None, ttl: int | None = None) -> str:
+    """`encode` by the `munge` binary."""
     cmd = ["munge", *_socket_args(socket)]
     if ttl is not None:
         cmd += ["--ttl", str(ttl)]
@@ -54,9 +96,8 @@ def encode(payload: bytes, *, socket: str | None = None, ttl: int | None = None)
     return proc.stdout.decode("ascii").strip()
 
 
-def decode(credential: str, *, socket: str | None = None) -> Credential:
-    """Verify `credential` with the local munged; MungeError unless it is valid (right key,
-    not expired, never decoded before)."""
+def decode_exec(credential: str, *, socket: str | None = None) -> Credential:
+    """`decode` by the `unmunge` binary (its output parsed)."""
     try:
         proc = subprocess.run(["unmunge", *_socket_args(socket)],
                               input=credential.encode("ascii", "replace"),
