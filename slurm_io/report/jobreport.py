@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from slurm_io.attribute.core import JobIO
-
-if TYPE_CHECKING:  # the attribute.sql adapter (psycopg) is not needed to render a report
+if TYPE_CHECKING:  # neither attribution (its rules, the psycopg adapter) is needed to
+    # render a report: client mode (slurm_io/client) renders the service's documents
+    from slurm_io.attribute.core import JobIO
     from slurm_io.attribute.sql import JobInfo
 
 

@@ -45,10 +45,14 @@ def as_user(conn: psycopg.Connection, uid: int) -> Iterator[psycopg.Connection]:
     unless the block committed: mail preferences)."""
     name = role_of(uid)
     try:
-        conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(name)))
-        row = conn.execute(
-            "SELECT jobio_current_uid(), rolsuper OR rolbypassrls FROM pg_roles "
-            "WHERE rolname = current_user").fetchone()
+        # BEGIN, SET LOCAL ROLE and the check in one round trip (pipeline mode): on a
+        # service's request this was three of its eight round trips to PostgreSQL
+        with conn.pipeline():
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(name)))
+            cur = conn.execute(
+                "SELECT jobio_current_uid(), rolsuper OR rolbypassrls FROM pg_roles "
+                "WHERE rolname = current_user")
+        row = cur.fetchone()
     except (errors.InsufficientPrivilege, errors.InvalidParameterValue,
             errors.UndefinedObject) as e:
         conn.rollback()

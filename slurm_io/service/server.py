@@ -32,11 +32,32 @@ def make_server(cfg: Config, *, reuse_port: bool = False) -> Any:
                          numthreads=cfg.service_threads, server_name="jobio",
                          request_queue_size=LISTEN_BACKLOG, reuse_port=reuse_port)
     if cfg.service_tls_cert is not None:
-        from cheroot.ssl.builtin import BuiltinSSLAdapter
-
-        server.ssl_adapter = BuiltinSSLAdapter(str(cfg.service_tls_cert),
-                                               str(cfg.service_tls_key or cfg.service_tls_cert))
+        server.ssl_adapter = _worker_handshake_adapter()(
+            str(cfg.service_tls_cert), str(cfg.service_tls_key or cfg.service_tls_cert))
     return server
+
+
+def _worker_handshake_adapter() -> type:
+    """cheroot's TLS adapter, with the handshake moved from its one acceptor thread to the
+    worker thread that serves the connection.
+
+    Why: cheroot wraps each accepted socket with `do_handshake_on_connect=True` in the
+    thread that accepts, so handshakes run one after the other, each waiting for its
+    client's round trips: under 50 clients that halved the requests per second, and a client
+    that connects and sends nothing stalled every other client for the socket timeout. Here
+    the socket is wrapped without the handshake; OpenSSL performs it on the worker's first
+    read (a server-side SSL object in accept state). The WSGI environment gets the scheme
+    only: the service reads no TLS details (it authenticates by MUNGE).
+    """
+    from cheroot.ssl.builtin import BuiltinSSLAdapter
+
+    class WorkerHandshakeAdapter(BuiltinSSLAdapter):  # type: ignore[misc]
+        def wrap(self, sock: Any) -> tuple[Any, dict[str, str]]:
+            tls = self.context.wrap_socket(sock, do_handshake_on_connect=False,
+                                           server_side=True)
+            return tls, {"wsgi.url_scheme": "https", "HTTPS": "on"}
+
+    return WorkerHandshakeAdapter
 
 
 def _run(cfg: Config, *, reuse_port: bool) -> None:

@@ -244,3 +244,21 @@ def test_several_service_processes_share_the_port_and_still_refuse_replays(
             with pytest.raises(ServiceError) as e:
                 call(url, "GET", "/v1/show", [("jobid", "8101")], credential=cred)
             assert e.value.status == 401 and "Replayed" in str(e.value)
+
+
+def test_clients_that_connect_and_say_nothing_hold_up_no_one(service: Service) -> None:
+    """The TLS handshake runs in the connection's worker thread: silent connections (a
+    client stuck before its ClientHello) do not stall the acceptor, so others are served."""
+    import socket
+
+    port = int(service.url.rsplit(":", 1)[1])
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    try:
+        for _ in range(3):  # cheroot's socket timeout is 10 s: each would wait 10-30 s
+            doc = call(service.url, "GET", "/v1/health", munge_socket=service.sock,
+                       ca_file=service.ca, timeout=5)
+            assert doc["status"] == "ok"
+        assert service.run("alice", "8101").returncode == 0
+    finally:
+        for s in silent:
+            s.close()
