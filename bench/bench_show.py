@@ -23,6 +23,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -110,9 +111,9 @@ def build(args: argparse.Namespace) -> None:
     dsn = dsn_of(args)
     base = psycopg.conninfo.conninfo_to_dict(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS bench_show WITH (FORCE)")
-        conn.execute("CREATE DATABASE bench_show")
-    base["dbname"] = "bench_show"
+        conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {args.db}")
+    base["dbname"] = args.db
     dsn = psycopg.conninfo.make_conninfo(**base)
     rng = random.Random(1)
     t = time.time()
@@ -135,7 +136,7 @@ def build(args: argparse.Namespace) -> None:
                 total += len(part)
             print(f"  {total:,} rows, {total / (time.time() - t):,.0f} rows/s", flush=True)
         conn.execute("ANALYZE")
-        size = conn.execute("SELECT pg_database_size('bench_show')").fetchone()[0]
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     print(f"{total:,} delta rows in {time.time() - t:.0f} s; database {size / 1e9:.2f} GB")
     print(f"dsn: {dsn}")
 
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> None:
     from slurm_io.store import migrate
 
     base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
-    base["dbname"] = "bench_show"
+    base["dbname"] = args.db
     dsn = psycopg.conninfo.make_conninfo(**base)
     with psycopg.connect(dsn) as conn:
         n_jobs = conn.execute("SELECT count(*) FROM job").fetchone()[0]
@@ -162,17 +163,27 @@ def run(args: argparse.Namespace) -> None:
     with psycopg.connect(dsn) as conn:  # finished jobs are shown from the stored results
         migrate.upgrade(conn)
         attribute_jobs(conn, [i for job in sample for i in find_jobs(conn, str(job))])
-    # server time: the show queries, in process, warm
-    server = []
-    with psycopg.connect(dsn) as conn:
+    # the show of a finished job from its stored figures, in process, warm: the whole call
+    # (client and server), and the server's part: each query it ran, again under EXPLAIN
+    # ANALYZE (planning + execution; what the server spends on the call, less the sending)
+    from slurm_io.report.show import job_report
+
+    inproc, server, n_queries = [], [], 0
+    with psycopg.connect(dsn, cursor_factory=_LoggingCursor) as conn:
         for job in sample:
+            _LoggingCursor.log = []
             t = time.perf_counter()
-            from slurm_io.report.show import job_report
             (info,) = find_jobs(conn, str(job))
             job_report(conn, info)
-            server.append(time.perf_counter() - t)
-    print(f"show (in process, warm): median {statistics.median(server) * 1000:.1f} ms, "
-          f"max {max(server) * 1000:.1f} ms over {len(server)} jobs")
+            inproc.append(time.perf_counter() - t)
+            queries, _LoggingCursor.log = _LoggingCursor.log, None
+            server.append(sum(_explained_ms(conn, q, p) for q, p in queries) / 1000)
+            n_queries = len(queries)
+    print(f"show of a finished job (in process, warm): median "
+          f"{statistics.median(inproc) * 1000:.1f} ms, max {max(inproc) * 1000:.1f} ms over "
+          f"{len(inproc)} jobs; server time ({n_queries} queries): median "
+          f"{statistics.median(server) * 1000:.2f} ms, max {max(server) * 1000:.2f} ms "
+          f"(load {os.getloadavg()[0]:.2f})")
     wall = []
     env = {**os.environ, "SLURM_IO_DSN": dsn}
     jobio = str(Path(sys.executable).with_name("jobio"))
@@ -208,14 +219,88 @@ def run(args: argparse.Namespace) -> None:
         _ = (direct_deltas, recovered_deltas)
 
 
+def batch(args: argparse.Namespace) -> None:
+    """Attribution of the first `--batch` finished jobs in one batch (`jobio attribute`'s
+    path), timed `--repeat` times (their stored figures deleted before each run), with the
+    server's share (pg_stat_statements is not needed: the backend's CPU from /proc)."""
+    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+
+    base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
+    base["dbname"] = args.db
+    dsn = psycopg.conninfo.make_conninfo(**base)
+    with psycopg.connect(dsn) as conn:
+        conn.execute("DELETE FROM job_io")
+        conn.commit()
+        jobs = pending_jobs(conn, 0, args.batch)
+        ids = [j.job for j in jobs]
+        for _ in range(args.repeat):
+            conn.execute("DELETE FROM job_io WHERE job = ANY(%s)", (ids,))
+            conn.execute("DELETE FROM job_io_hour WHERE job = ANY(%s)", (ids,))
+            conn.commit()
+            pid = conn.info.backend_pid
+            cpu0 = _proc_cpu(pid)
+            t, c = time.perf_counter(), time.process_time()
+            if args.profile:
+                import cProfile
+                import pstats
+
+                prof = cProfile.Profile()
+                n, _ = prof.runcall(attribute_jobs, conn, jobs)
+                pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+            else:
+                n, _ = attribute_jobs(conn, jobs)
+            wall, client = time.perf_counter() - t, time.process_time() - c
+            server = _proc_cpu(pid) - cpu0 if cpu0 is not None else float("nan")
+            load = os.getloadavg()[0]
+            print(f"attribution of {n} finished jobs in one batch: {wall:.2f} s wall, "
+                  f"client CPU {client:.2f} s, server CPU {server:.2f} s (load {load:.2f})",
+                  flush=True)
+
+
+class _LoggingCursor(psycopg.Cursor):
+    """Records the queries it runs while `log` is a list (the show's server time)."""
+
+    log: list[tuple[Any, Any]] | None = None
+
+    def execute(self, query: Any, params: Any = None, **kw: Any) -> Any:
+        if _LoggingCursor.log is not None:
+            _LoggingCursor.log.append((query, params))
+        return super().execute(query, params, **kw)
+
+
+def _explained_ms(conn: psycopg.Connection, query: Any, params: Any) -> float:
+    """Planning + execution time of `query` by EXPLAIN ANALYZE, in ms."""
+    total = 0.0
+    text = query if isinstance(query, str) else query.as_string(conn)
+    for (line,) in conn.execute("EXPLAIN (ANALYZE) " + text, params):
+        if line.startswith(("Planning Time:", "Execution Time:")):
+            total += float(line.split(":")[1].split()[0])
+    return total
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """CPU seconds of a local process (the PostgreSQL backend), or None (remote server)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("build", "run"))
+    ap.add_argument("what", choices=("build", "run", "batch"))
     ap.add_argument("--jobs", type=int, default=50_000)
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--dsn")
+    ap.add_argument("--db", default="bench_show",
+                    help="database name on that server (a copy: CREATE DATABASE x TEMPLATE "
+                    "bench_show, to leave a shared build untouched)")
+    ap.add_argument("--batch", type=int, default=1000, help="batch: jobs per batch")
+    ap.add_argument("--repeat", type=int, default=1, help="batch: runs")
+    ap.add_argument("--profile", action="store_true", help="batch: cProfile the run")
     args = ap.parse_args()
-    build(args) if args.what == "build" else run(args)
+    {"build": build, "run": run, "batch": batch}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
+from itertools import compress
 from typing import Any, NamedTuple
 
 import psycopg
@@ -24,16 +25,17 @@ for _b in BYTE_COUNTERS:
     _COUNTER_COLS += [(_b, f"d.{_b}"), (f"{_b}_samples", f"d.{_b}_samples")]
 _COUNTER_COLS += [(op, f"d.op_{op}") for op in OP_COUNTERS]
 
-DELTA_SELECT = (
+DELTA_COLUMNS = (
     "SELECT extract(epoch FROM d.ts_start)::float8, extract(epoch FROM d.ts_end)::float8, "
     "extract(epoch FROM d.last_update)::float8, t.name, h.name, d.id_class, d.job, d.uid, "
     "d.read_bytes_min, d.read_bytes_max, d.read_bytes_hist, "
     "d.write_bytes_min, d.write_bytes_max, d.write_bytes_hist, d.extra, "
     "extract(epoch FROM d.entry_start)::float8, "
     + ", ".join(col for _, col in _COUNTER_COLS)
-    + " FROM jobstats_delta d JOIN fs_target t USING (target_id) "
-    "LEFT JOIN host h USING (host_id) "
 )
+DELTA_FROM = (" FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+              "LEFT JOIN host h USING (host_id) ")
+DELTA_SELECT = DELTA_COLUMNS + DELTA_FROM
 _N_FIXED = 16
 _NAMES = [name for name, _ in _COUNTER_COLS]
 # deltas naming a job may come up to a day late or early (clock skew, late collectors)
@@ -75,19 +77,30 @@ def _hist(v: Any) -> tuple[tuple[str, int], ...] | None:
 
 
 def delta_rows(cur: psycopg.Cursor) -> list[DeltaRow]:
+    """The fetched rows as DeltaRows: counters keep their non-zero values (the columns are
+    bigint: no conversion; a zero delta is stored as NULL). Per row as little Python as
+    possible: a batch converts some 10^5 rows (bench/bench_show.py batch)."""
     out = []
-    for r in cur:
-        counters = {n: int(v) for n, v in zip(_NAMES, r[_N_FIXED:], strict=True) if v}
+    append = out.append
+    make = DeltaRow._make
+    names = _NAMES
+    n = _N_FIXED
+    for r in cur.fetchall():
+        vals = r[n:]
+        counters = dict(compress(zip(names, vals, strict=True), vals))
         if r[14]:
             for k, v in r[14].items():
                 counters[k] = counters.get(k, 0) + int(v)
-        sizes = {}
-        if r[_N_FIXED + 1]:  # read_bytes_samples
-            sizes["read"] = (int(r[_N_FIXED + 1]), r[8], r[9], _hist(r[10]))
-        if r[_N_FIXED + 3]:  # write_bytes_samples
-            sizes["write"] = (int(r[_N_FIXED + 3]), r[11], r[12], _hist(r[13]))
-        out.append(DeltaRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes,
-                            r[15]))
+        rs, ws = r[n + 1], r[n + 3]  # read_bytes_samples, write_bytes_samples
+        if rs or ws:
+            sizes = {}
+            if rs:
+                sizes["read"] = (rs, r[8], r[9], _hist(r[10]))
+            if ws:
+                sizes["write"] = (ws, r[11], r[12], _hist(r[13]))
+        else:
+            sizes = {}
+        append(make((r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], counters, sizes, r[15])))
     return out
 
 
@@ -341,25 +354,8 @@ def pending_jobs(conn: psycopg.Connection, since: float, limit: int | None = Non
 
 def attribute_jobs(conn: psycopg.Connection, jobs: list[JobInfo], *, now: float | None = None,
                    resolution: float = 120.0) -> tuple[int, int]:
-    """Attribute and store many jobs; returns (stored, complete)."""
-    now = time.time() if now is None else now
-    done_until = data_complete_until(conn)
-    n = n_complete = 0
-    splits: dict[Any, Any] = {}
-    done: list[int] = []
-    hour_rows: list[tuple[Any, ...]] = []
-    for info in jobs:
-        io = attribute_job(conn, info.window, now=now, resolution=resolution, splits=splits)
-        complete = info.end is not None and done_until is not None and done_until >= info.end
-        store_job_io(conn, info.window, io, complete, hours=False)
-        done.append(info.job)
-        hour_rows += _hour_rows(info.window, io)
-        n += 1
-        n_complete += complete
-        if len(done) >= 500:
-            store_hours(conn, done, hour_rows)
-            done, hour_rows = [], []
-    if done:
-        store_hours(conn, done, hour_rows)
-    conn.commit()
-    return n, n_complete
+    """Attribute and store many jobs; returns (stored, complete). Set-based fetching and
+    bulk storing: attribute.batch."""
+    from slurm_io.attribute.batch import attribute_jobs as batch
+
+    return batch(conn, jobs, now=now, resolution=resolution)

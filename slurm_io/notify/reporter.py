@@ -40,7 +40,13 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.attribute.sql import attribute_job, data_complete_until, find_jobs, store_job_io
+from slurm_io.attribute.sql import (
+    attribute_job,
+    data_complete_until,
+    find_jobs,
+    store_job_io,
+    stored_job_io,
+)
 from slurm_io.config import Config
 from slurm_io.fsutil import pid_alive
 from slurm_io.jobs.source import DEFAULT_SACCT, SacctSource, SourceError
@@ -381,6 +387,9 @@ class Reporter:
         info = next((i for i in find_jobs(conn, str(job)) if i.job == job), None)
         if info is None:
             return
+        stored = stored_job_io(conn, job)
+        if stored is not None and stored.complete and stored.current:
+            return  # `jobio attribute` stored its final figures and no data came since
         io = attribute_job(conn, info.window, now=now, resolution=self.settings.resolution)
         store_job_io(conn, info.window, io, complete)
 

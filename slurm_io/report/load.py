@@ -24,10 +24,12 @@ from typing import Any
 import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
+from slurm_io.attribute.live import interval_shares
 from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.report import load_sql as q
 from slurm_io.report.counters import SUM_COLUMNS
+from slurm_io.store.rows import parse_target_name
 
 COUNTERS: tuple[str, ...] = tuple(SUM_COLUMNS)  # read_bytes, read_bytes_samples, ..., open, ...
 _IDX = {name: i for i, name in enumerate(COUNTERS)}
@@ -113,7 +115,7 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
             exe = raw.rsplit(".", 1)[0].strip('"') if raw and "." in raw else None
             parts.append(Part("user", None, uid, host_id, fsname, exe or None, vals))
     if missing:
-        parts += _share_missing(conn, missing, hi, now)
+        parts += _share_missing(conn, missing, lo, hi, now, fs, kind)
     meta = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
     jobs = {j: JobMeta(*m) for j, m in meta.items()}
     uids = {p.uid for p in parts if p.uid is not None} | \
@@ -129,27 +131,64 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
     return Load(hi, lo, interval, parts, jobs, users, hosts)
 
 
-def _share_missing(conn: psycopg.Connection, missing: list[tuple[Any, ...]], hi: float,
-                   now: float) -> list[Part]:
+def _share_missing(conn: psycopg.Connection, missing: list[tuple[Any, ...]], lo: float,
+                   hi: float, now: float, fs: str | None, kind: str | None) -> list[Part]:
+    """The interval's `:uid:host` load given to the jobs of the uid on that host. Where one
+    job can own it, it is that job's (the rule is the same with or without evidence); where
+    several can, the deltas of that user and host are split one by one by the attribution
+    rules (attribute.live: evidence, else time), per facet."""
     cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
     for host_id, j, uid, nodes, st, en in q.candidate_jobs(
             conn, sorted({x[1] for x in missing}), sorted({x[0] for x in missing}),
             min(x[3] for x in missing), hi):
         cands[(host_id, uid)].append(JobWindow(j, uid, tuple(nodes or ()), st, en))
-    out = []
+    shared: list[tuple[list[Part], tuple[int, int]]] = []
+    ambiguous: dict[tuple[int, int], list[JobWindow]] = {}
     for uid, host_id, fsname, t0, t1, last, vals in missing:
         d = DeltaRow(t0, t1, last, "", None, int(IdClass.JOB_MISSING), None, uid, {}, {})
         given = 0.0
+        parts = []
         for jw in cands.get((host_id, uid), []):
-            f = share(d, jw, cands[(host_id, uid)], now).fraction
-            if f > 0:
-                out.append(Part("job", jw.job, uid, host_id, fsname, None,
-                                [v * f for v in vals]))
-                given += f
+            sh = share(d, jw, cands[(host_id, uid)], now)
+            if sh.fraction > 0:
+                parts.append(Part("job", jw.job, uid, host_id, fsname, None,
+                                  [v * sh.fraction for v in vals]))
+                given += sh.fraction
+            if sh.ambiguous:
+                ambiguous[(host_id, uid)] = cands[(host_id, uid)]
         if given < 1.0 - 1e-9:
             rest = 1.0 - min(1.0, given)
-            out.append(Part("user", None, uid, host_id, fsname, None, [v * rest for v in vals]))
+            parts.append(Part("user", None, uid, host_id, fsname, None, [v * rest for v in vals]))
+        shared.append((parts, (host_id, uid)))
+    out = [p for parts, pair in shared if pair not in ambiguous for p in parts]
+    for host_id, d, fractions in interval_shares(conn, ambiguous, lo, hi, now):
+        t_fs, t_kind, _ = parse_target_name(d.target)
+        if (fs and t_fs != fs) or (kind and t_kind != kind):
+            continue
+        taken = [0.0, 0.0, 0.0]
+        for job, f in fractions.items():
+            out.append(Part("job", job, d.uid, host_id, t_fs, None, _vector(d, f)))
+            taken = [a + b for a, b in zip(taken, f, strict=True)]
+        rest = (max(0.0, 1.0 - taken[0]), max(0.0, 1.0 - taken[1]), max(0.0, 1.0 - taken[2]))
+        left = _vector(d, rest) if any(x > 1e-9 for x in rest) else []
+        if any(left):
+            out.append(Part("user", None, d.uid, host_id, t_fs, None, left))
     return out
+
+
+_FACET = {name: ("read" if name.startswith("read_bytes") else
+                 "write" if name.startswith("write_bytes") else "ops") for name in COUNTERS}
+_FACET_I = {"read": 0, "write": 1, "ops": 2}
+
+
+def _vector(d: DeltaRow, f: tuple[float, float, float]) -> list[float]:
+    """The delta's counters in COUNTERS order, each times its facet's fraction."""
+    values = [0.0] * len(COUNTERS)
+    for name, v in d.counters.items():
+        i = _IDX.get(name)
+        if i is not None:
+            values[i] = v * f[_FACET_I[_FACET[name]]]
+    return values
 
 
 # -- grouping (pure) ---------------------------------------------------------------------------

@@ -118,6 +118,23 @@ def test_ready_jobs_are_mailed_once_each_with_a_deterministic_message_id(
     assert len(sink.received) == 2
 
 
+def test_a_job_jobio_attribute_stored_finally_is_mailed_without_attributing_again(
+        db_dsn, smtp, tmp_path):
+    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+
+    sink, port = smtp
+    ready_jobs(db_dsn, {111: "alice"})
+    with psycopg.connect(db_dsn) as conn:
+        assert attribute_jobs(conn, pending_jobs(conn, 0)) == (1, 1)
+        before = conn.execute("SELECT computed_at, revision FROM job_io WHERE job = 111"
+                              ).fetchone()
+    assert make_reporter(make_config(db_dsn, port, tmp_path)).run_once().sent == 1
+    with psycopg.connect(db_dsn) as conn:
+        assert conn.execute("SELECT computed_at, revision FROM job_io WHERE job = 111"
+                            ).fetchone() == before
+    assert list(sink.by_job()) == [111]
+
+
 def test_a_job_waits_for_the_collectors_and_max_wait_sends_it_marked_incomplete(
         db_dsn, smtp, tmp_path):
     sink, port = smtp
