@@ -44,14 +44,16 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
-def run(scenario: str, seed: int, base: str, work: Path) -> dict[str, Any]:
+def run(scenario: str, seed: int, base: str, work: Path, breakdown: bool = False
+        ) -> dict[str, Any]:
     name = f"accuracy_{scenario}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
     dsn = make_conninfo(base, dbname=name)
     sim = work / scenario
-    simulate(sim, seed=seed, start=START, scenario=scenario, **SCENARIOS[scenario])
+    simulate(sim, seed=seed, start=START, scenario=scenario, oracle=breakdown,
+             **SCENARIOS[scenario])
     with psycopg.connect(dsn) as conn:
         migrate.upgrade(conn)
     link = daemon.DatabaseLink(lambda: psycopg.connect(dsn))
@@ -63,17 +65,25 @@ def run(scenario: str, seed: int, base: str, work: Path) -> dict[str, Any]:
         upsert_jobs(conn, records)
         conn.commit()
         t0 = time.perf_counter()
-        r = compare(conn, sim / "truth.json", now=START + 30 * 86400)
+        c0 = time.process_time()
+        splits: dict[Any, Any] = {}
+        r = compare(conn, sim / "truth.json", now=START + 30 * 86400, splits=splits)
         r["seconds"] = time.perf_counter() - t0
+        r["cpu_seconds"] = time.process_time() - c0
         r["time_only"] = compare(conn, sim / "truth.json", now=START + 30 * 86400,
                                  evidence=False)
+        if breakdown:
+            from bench.accuracy_breakdown import breakdown as explain
+
+            r["breakdown"] = explain(sim, splits, r["rows"])
     return r
 
 
 def report(scenario: str, r: dict[str, Any]) -> None:
     gib = 1 << 30
     pct = 100 / max(1, r["attributable_bytes"])
-    print(f"== {scenario}: {r['jobs']} jobs, attributed in {r['seconds']:.1f} s")
+    print(f"== {scenario}: {r['jobs']} jobs, attributed in {r['seconds']:.1f} s "
+          f"({r['cpu_seconds']:.1f} s CPU in this process: rules + fetching)")
     print(f"direct part exact             {r['direct_exact_jobs']} of {r['jobs']} jobs")
     print(f"recoverable truth             {r['attributable_bytes'] / gib:,.1f} GiB "
           f"(of it under :uid:host ids {r['recovered_truth_bytes'] * pct:.1f} %)")
@@ -94,6 +104,10 @@ def report(scenario: str, r: dict[str, Any]) -> None:
           f"({r['idle_jobs_bytes'] / gib:,.2f} GiB)")
     unrec = sum(x["unrecoverable_truth"] for x in r["rows"])
     print(f"job I/O under unrecoverable ids (not attributable): {unrec / gib:,.2f} GiB")
+    if "breakdown" in r:
+        from bench.accuracy_breakdown import report as explain
+
+        explain(r["breakdown"])
 
 
 def main() -> None:
@@ -101,6 +115,8 @@ def main() -> None:
     ap.add_argument("--scenario", choices=("default", "dense", "both"), default="both")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dsn")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="compare every ambiguous split with the simulator's oracle")
     args = ap.parse_args()
     base = args.dsn
     work = Path(tempfile.mkdtemp(prefix="slurm-io-acc-", dir="/tmp"))
@@ -114,7 +130,7 @@ def main() -> None:
     try:
         names = ("default", "dense") if args.scenario == "both" else (args.scenario,)
         for name in names:
-            report(name, run(name, args.seed, base, work))
+            report(name, run(name, args.seed, base, work, args.breakdown))
     finally:
         if server is not None:
             server.stop()

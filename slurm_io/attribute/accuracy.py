@@ -26,11 +26,13 @@ def _bytes(d: dict[str, Any]) -> int:
 
 
 def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
-            evidence: bool = True) -> dict[str, Any]:
-    """Per-job attributed vs true bytes; `evidence=False` measures time-only splitting."""
+            evidence: bool = True, splits: dict[Any, Any] | None = None) -> dict[str, Any]:
+    """Per-job attributed vs true bytes; `evidence=False` measures time-only splitting.
+    `splits` receives the batch's ambiguous splits (for a breakdown of where error lies)."""
     truth = json.loads(truth_file.read_text())["jobs"]
     rows = []
-    splits: dict[Any, Any] = {}
+    if splits is None:
+        splits = {}
     for job_id, t in truth.items():
         infos = [i for i in find_jobs(conn, job_id) if str(i.job) == job_id]
         if not infos:

@@ -245,10 +245,17 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         return Split({}, SINGLE)
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
-    weights = _evidence_weights(d, i, active, runs, over, evidence, blind)
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind)
     rule = EVIDENCE
-    if weights is None:
+    if found is None:
         weights, rule = {c.job: over[c.job] for c in active}, TIME
+    else:
+        weights, excluded = found
+        amount = measures(d.counters)[i]
+        if amount > CAP_SLACK * sum(weights.values()) > 0:
+            weights = beyond_rates(amount, weights, excluded, over,
+                                   _edge_rates(d, i, weights, over, evidence, blind),
+                                   _surprise(d, active, evidence, excluded))
     total = sum(weights.values())
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
@@ -259,9 +266,14 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     return Split(out, rule)
 
 
+Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs ruled out
+
+
 def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
-                      blind: Sequence[Interval]) -> dict[int, float] | None:
+                      blind: Sequence[Interval]) -> Weights | None:
+    """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
+    candidates rule 0 rules out; None where there is no evidence."""
     if d.node is None:
         return None
     a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
@@ -270,15 +282,14 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     if seen and len(seen) < len(active):
         # the seen ones printed their own id then: the blind delta is the others'
         unseen = [c for c in active if c not in seen]
-        inner = _evidence_weights(d, i, unseen, runs, over, evidence, blind)
-        weights = inner if inner is not None else {c.job: over[c.job] for c in unseen}
-        return {**{c.job: 0.0 for c in seen}, **weights}
+        return _ruled_out(seen, unseen, _evidence_weights(d, i, unseen, runs, over, evidence,
+                                                           blind), over)
     busy = [c for c in active if evidence.seen(d.node, c.job, None, a, b)]
     if busy and len(busy) < len(active):
         # the others did no I/O at all by their id then (on the other kind, not blind)
-        inner = _evidence_weights(d, i, busy, runs, over, evidence, blind)
-        weights = inner if inner is not None else {c.job: over[c.job] for c in busy}
-        return {**{c.job: 0.0 for c in active if c not in busy}, **weights}
+        idle = [c for c in active if c not in busy]
+        return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
+                                                         blind), over)
     holes = merge([*blind, (a, b)])
     observed: dict[int, float] = {}
     windows: list[Interval] = []
@@ -297,7 +308,7 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
             got = evidence.amount(d.node, c.job, windows, target, kind, i)
             weights[c.job] = over[c.job] * got / observed[c.job]
         if sum(weights.values()) > 0:
-            return weights
+            return weights, frozenset()
     if chosen < WINDOWS[-1]:
         # nothing of that facet nearby: the same kind over the widest window
         wide = subtract(a - WINDOWS[-1], b + WINDOWS[-1], holes)
@@ -305,8 +316,100 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         weights = {c.job: over[c.job] * evidence.amount(d.node, c.job, wide, None, kind, i)
                    / seen_for[c.job] for c in active}
         if sum(weights.values()) > 0:
-            return weights
+            return weights, frozenset()
     return None
+
+
+def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weights | None,
+               over: dict[int, float]) -> Weights:
+    """Rule 0's result: `out` get nothing, `rest` share by `inner` (by time without it)."""
+    weights, excluded = inner if inner is not None else (
+        {c.job: over[c.job] for c in rest}, frozenset())
+    # without rates among the rest, their time overlaps are not expected amounts: the
+    # later steps must not read them as such (beyond_rates needs a measured rate)
+    gone = frozenset(c.job for c in out) | excluded
+    if inner is None:
+        gone |= _UNMEASURED
+    return {**{c.job: 0.0 for c in out}, **weights}, gone
+
+
+_UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
+
+
+def _surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
+              excluded: frozenset[int]) -> dict[int, float]:
+    """How much more each candidate did by its own id on the other target kind during the
+    delta's read interval than around it (operations per second): a job whose MDT activity
+    jumps while the OSTs are blind has entered an I/O phase the OST rows do not show."""
+    if d.node is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    other = "OST" if target_kind(d.target) == "MDT" else "MDT"
+    out = {}
+    for c in active:
+        if c.job in excluded:
+            continue
+        during = evidence.amount(d.node, c.job, [(a, b)], None, other, 2) / max(b - a, 1.0)
+        around = evidence.amount(d.node, c.job, [(a - WINDOWS[0], a), (b, b + WINDOWS[0])],
+                                 None, other, 2) / (2 * WINDOWS[0])
+        if during > around:
+            out[c.job] = during - around
+    return out
+
+
+def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],
+                evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
+    """What each candidate's highest rate right at the edges of the blind stretch around the
+    delta predicts for it (a job's rate is smooth within a phase: one that was writing when
+    the ids went missing, or again when they came back, was writing in between; its rate
+    over a wider window dilutes that phase with the compute around it)."""
+    if d.node is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    for h0, h1 in blind:
+        if h0 <= a and b <= h1:
+            a, b = h0, h1
+            break
+    kind = target_kind(d.target)
+    out = {}
+    for j in expected:
+        peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
+        if peak:
+            out[j] = peak * over[j]
+    return out
+
+
+def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
+                 over: dict[int, float], edge: dict[int, float], surprise: dict[int, float]
+                 ) -> dict[int, float]:
+    """Weights once each candidate's rate has been held to what it can explain.
+
+    `expected` is what each candidate's own rate around the delta predicts for it. A delta
+    far above what the rates predict holds I/O none of the measured rates shows: a burst
+    of a job that was idle (by its id) around the blind stretch. Each candidate with a rate
+    is given at most CAP_SLACK x its expected amount (or what its rate at the edges of the
+    blind stretch predicts, `edge`, when higher); the rest goes to the candidates that
+    showed no rate there (and were not ruled out by rule 0), in proportion to how much
+    their activity on the other target kind rose during the delta (`surprise`), else by
+    time overlap. Where every candidate has a rate, the weights stay as they are.
+    """
+    if _UNMEASURED & excluded or amount <= 0:
+        return expected
+    total = sum(expected.values())
+    if total <= 0 or amount <= CAP_SLACK * total:
+        return expected
+    can = {j: max(w, edge.get(j, 0.0)) if w > 0 else 0.0 for j, w in expected.items()}
+    idle = [j for j, w in can.items() if w <= 0 and j not in excluded]
+    if not idle or amount <= CAP_SLACK * sum(can.values()):
+        return expected
+    rest = amount - CAP_SLACK * sum(can.values())
+    out = {j: CAP_SLACK * w for j, w in can.items()}
+    hint = {j: surprise.get(j, 0.0) for j in idle}
+    basis = hint if sum(hint.values()) > 0 else {j: over[j] for j in idle}
+    norm = sum(basis.values())
+    for j in idle:
+        out[j] += rest * basis[j] / norm
+    return out
 
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],

@@ -26,7 +26,7 @@ from typing import Any
 
 import hostlist
 
-from slurm_io.model import IdClass
+from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.parse.render import render_read, render_target
 from slurm_io.simulate.cluster import (
     SYSTEM_USERS,
@@ -120,6 +120,24 @@ def _printed_id(plan: IdPlan, b: Burst) -> tuple[str, IdClass]:
         return login_node_id(uid=p.uid, exe=p.exe)
     return compute_node_id(plan, t=b.t, node=p.node, job=p.job, uid=p.uid, exe=p.exe,
                            kind=b.kind)
+
+
+def _oracle(rows: list[str], seen_by_id: dict[int, list[float]], phase: int, b: Burst,
+            t: float, target: str, id_class: IdClass) -> None:
+    """Book one increment of a job for the oracle: under `:uid:host`, the increment itself
+    (with its phase); under an id naming the job, what that phase showed by its id."""
+    nbytes = sum(s * c for s, c in b.reads) + sum(s * c for s, c in b.writes)
+    if id_class == IdClass.JOB_MISSING:
+        rows.append(json.dumps([
+            t, target, b.phase.node, b.phase.uid, b.phase.job,
+            sum(s * c for s, c in b.reads), sum(s * c for s, c in b.writes),
+            sum(c for n, c in b.ops if b.kind == "MDT" and n in METADATA_OPS), phase]))
+    elif id_class != IdClass.UNRECOVERABLE:
+        acc = seen_by_id.setdefault(phase, [0.0, 0.0])
+        if b.kind == "OST":
+            acc[0] += nbytes
+        else:
+            acc[1] += sum(c for _, c in b.ops)
 
 
 def _metrics(values: list[int] | None) -> dict[str, int]:
@@ -226,12 +244,16 @@ def simulate(
     jobs_per_hour: float = 20,
     outage: bool = True,
     scenario: str = "default",
+    oracle: bool = False,
 ) -> dict[str, Any]:
     """Simulate `hours` of a cluster from unix time `start` and write it under `out_dir`.
 
     Returns a summary: files (job_stats files written), jobs, entries (entry appearances in
     those files), bytes (size of everything written) and io_bytes (generated read+write).
     `out_dir` must not exist or be empty, so that no stale file from another run mixes in.
+    With `oracle`, also OUT/oracle.jsonl: every increment printed under a `:uid:host` id, as
+    [time, target, node, uid, owner job, read bytes, write bytes, metadata ops] (what the
+    accuracy breakdown compares each ambiguous split with; attribution never reads it).
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -263,6 +285,9 @@ def simulate(
         (out_dir / s.name).mkdir()
     files = entries = size = 0
     phases, next_phase, active = workload.phases, 0, []
+    oracle_rows: list[str] | None = [] if oracle else None
+    phase_index = {id(p): i for i, p in enumerate(phases)}
+    seen_by_id: dict[int, list[float]] = {}  # phase -> [OST bytes, MDT ops] under its job id
     for k, slot in enumerate(slots):
         w1 = slots[k + 1] if k + 1 < len(slots) else slot
         reads = [(slot + jitter_rng.randrange(0, MAX_JITTER + 1), s) for s in servers]
@@ -281,6 +306,9 @@ def simulate(
                 b = burst_list[i]
                 job_id, id_class = _printed_id(plan, b)
                 owner = b.phase.job if b.phase.job is not None else f"uid:{b.phase.uid}"
+                if oracle_rows is not None and isinstance(owner, int):
+                    _oracle(oracle_rows, seen_by_id, phase_index[id(b.phase)], b, t,
+                            fs.target(b.kind, b.ost).name, id_class)
                 fs.target(b.kind, b.ost).log(t, job_id, id_class, owner, b.ops, b.reads,
                                              b.writes, ledger)
                 continue
@@ -338,6 +366,10 @@ def simulate(
                    "phases": len(workload.phases)},
     }
     size += _write(out_dir / "sacct.txt", sacct_text(workload.jobs, end))
+    if oracle_rows is not None:
+        oracle_rows += [json.dumps({"phase": i, "ost_bytes": v[0], "mdt_ops": v[1]})
+                        for i, v in sorted(seen_by_id.items())]
+        size += _write(out_dir / "oracle.jsonl", "\n".join(oracle_rows) + "\n")
     size += _write(out_dir / "truth.json", json.dumps(truth, indent=1, sort_keys=True) + "\n")
     size += _write(out_dir / "manifest.json",
                    json.dumps(manifest, indent=1, sort_keys=True) + "\n")

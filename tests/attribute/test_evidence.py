@@ -199,3 +199,43 @@ def test_subtract_and_merge_of_intervals():
     assert merge([(5, 6), (1, 3), (2, 4)]) == [(1, 4), (5, 6)]
     assert subtract(0, 10, [(1, 4), (5, 6), (9, 12)]) == [(0, 1), (4, 5), (6, 9)]
     assert subtract(2, 3, [(1, 4)]) == []
+
+
+C = JobWindow(3, 1000, ("n1",), 0.0, 10000.0)
+
+
+def test_a_burst_far_beyond_every_measured_rate_goes_to_the_job_idle_around_it():
+    # job 1 writes a steady 100 per read around the blind read, job 2 nothing (it computes).
+    # 1000 blind bytes are 10x job 1's rate: job 1 is given twice its rate (200), the
+    # burst nobody's rate shows (800) is job 2's, the candidate idle by its id around it
+    e = ev(*direct_around(1, 3400, 4720, per_read=100))
+    s = split(row(4000, 4120, wb=1000), WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[1] == pytest.approx(0.2) and s.fractions[2] == pytest.approx(0.8)
+
+
+def test_a_job_writing_right_at_the_edge_of_the_blind_stretch_keeps_its_burst():
+    # job 1 wrote 600 in the read just before the blind one and nothing else within 10 min:
+    # its 10-min rate predicts 60, but its rate at the edge predicts 600, and 2 x 600 covers
+    # the 1000 blind bytes: all of them stay job 1's, job 2 (idle) gets none
+    e = ev(row(3880, 4000, job=1, wb=600))
+    s = split(row(4000, 4120, wb=1000), WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE and s.fractions == {1: 1.0, 2: 0.0}
+
+
+def test_the_rest_of_a_burst_follows_the_metadata_activity_that_rose_during_it():
+    # OSTs blind, MDT not: jobs 1 and 2 open 10 files per read throughout; job 3 opens none
+    # around the blind read and 50 during it (it entered an I/O phase). Job 1 writes 100
+    # per read around it, jobs 2 and 3 nothing: of 1000 blind bytes job 1 gets 2 x 100, the
+    # 800 no rate shows go to job 3, whose metadata activity rose, none to job 2
+    mdt = "fs-MDT0000"
+    e = ev(*direct_around(1, 3400, 4720, per_read=100),
+           *direct_around(1, 3400, 4720, per_read=10, target=mdt, kind="opens"),
+           *direct_around(2, 3400, 4720, per_read=10, target=mdt, kind="opens"),
+           row(4000, 4120, job=1, target=mdt, opens=10), row(4000, 4120, job=2, target=mdt,
+                                                             opens=10),
+           row(4000, 4120, job=3, target=mdt, opens=50))
+    s = split(row(4000, 4120, wb=1000), WRITE, [A, B, C], e, [], now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[1] == pytest.approx(0.2) and s.fractions[3] == pytest.approx(0.8)
+    assert s.fractions[2] == 0.0

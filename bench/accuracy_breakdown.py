@@ -1,0 +1,120 @@
+"""Where attribution's error lies: each ambiguous split against the simulator's oracle.
+
+`bench/accuracy.py --breakdown` simulates with `oracle=True` (slurm_io.simulate: every
+increment printed under a `:uid:host` id, with its true job) and compares every split the
+batch made (attribute.core's cache: one per delta and facet) with what each candidate really
+did in that delta. Bytes only (read and write facets). Never used by attribution itself.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+Key = tuple[str, str, int]  # node, target, uid
+
+
+Oracle = dict[Key, tuple[list[float], list[tuple[int, float, float, int]]]]
+
+
+def load_oracle(path: Path) -> tuple[Oracle, dict[int, tuple[float, float]]]:
+    """(node, target, uid) -> (sorted times, [(job, read bytes, write bytes, phase)]), and
+    phase -> (OST bytes, MDT ops) that phase showed under ids naming its job."""
+    by: dict[Key, list[tuple[float, int, float, float, int]]] = defaultdict(list)
+    seen: dict[int, tuple[float, float]] = {}
+    for line in path.read_text().splitlines():
+        if not line:
+            continue
+        row = json.loads(line)
+        if isinstance(row, dict):
+            seen[row["phase"]] = (row["ost_bytes"], row["mdt_ops"])
+            continue
+        t, target, node, uid, owner, rb, wb, _md, phase = row
+        by[(node, target, uid)].append((t, owner, rb, wb, phase))
+    out = {}
+    for k, v in by.items():
+        v.sort()
+        out[k] = ([r[0] for r in v], [(r[1], r[2], r[3], r[4]) for r in v])
+    return out, seen
+
+
+def true_split(oracle: Oracle, node: str, target: str, uid: int, a: float, b: float,
+               i: int) -> tuple[dict[int, float], dict[int, float]]:
+    """Facet i (0 read, 1 write bytes) of each job's increments in (a, b], and per phase."""
+    got = oracle.get((node, target, uid))
+    if got is None:
+        return {}, {}
+    times, rows = got
+    out: dict[int, float] = defaultdict(float)
+    phases: dict[int, float] = defaultdict(float)
+    for job, rb, wb, phase in rows[bisect_right(times, a):bisect_right(times, b)]:
+        out[job] += rb if i == 0 else wb
+        phases[phase] += rb if i == 0 else wb
+    return dict(out), dict(phases)
+
+
+def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Misplaced bytes (sum over deltas and jobs of |given - true|) per rule and per cause."""
+    oracle, seen = load_oracle(sim / "oracle.jsonl")
+    truth = json.loads((sim / "truth.json").read_text())["jobs"]
+    array_of = {int(k): v["job_id"].split("_")[0] if "_" in v["job_id"] else None
+                for k, v in truth.items()}
+    length = {int(k): (v["end"] or 0) - (v["start"] or 0) for k, v in truth.items()}
+    stats: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # cause -> [bytes, error]
+    per_job_err: dict[int, float] = defaultdict(float)
+    single_owner = [0.0, 0.0]  # bytes of ambiguous deltas one job really owned; of them wrong
+    for key, s in splits.items():
+        node, target, a, b, uid, i, _ids = key
+        if i == 2 or len(s.fractions) < 2:
+            continue
+        tru, phases = true_split(oracle, node, target, uid, a, b, i)
+        total = sum(tru.values())
+        if total <= 0:
+            continue
+        err = 0.0
+        for j in set(tru) | set(s.fractions):
+            e = abs(s.fractions.get(j, 0.0) * total - tru.get(j, 0.0))
+            err += e
+            per_job_err[j] += e
+        top = max(tru.values())
+        if top >= 0.99 * total:
+            single_owner[0] += total
+            single_owner[1] += err
+        n = len(s.fractions)
+        arrays = {array_of.get(j) for j in s.fractions}
+        short = any(length.get(j, 0) < 1800 for j in s.fractions)
+        main = max(phases, key=lambda p: phases[p])
+        ost, mdt = seen.get(main, (0.0, 0.0))
+        shown = ("its I/O phase shown by id on OSTs" if ost > 0 else
+                 "phase shown by id on MDT only" if mdt > 0 else
+                 "phase wholly blind (no id anywhere)")
+        for cause in (f"rule={s.rule}", shown, f"candidates={min(n, 4)}{'+' if n >= 4 else ''}",
+                      f"kind={'MDT' if '-MDT' in target else 'OST'}",
+                      "same array" if len(arrays) == 1 and None not in arrays
+                      else "different submissions",
+                      "a candidate < 30 min" if short else "all candidates >= 30 min",
+                      "one true owner" if top >= 0.99 * total else "several true owners"):
+            stats[cause][0] += total
+            stats[cause][1] += err
+    attributable = sum(r["direct_truth"] + r["recovered_truth"] for r in rows)
+    job_err = sum(abs(r["attributed"] - r["direct_truth"] - r["recovered_truth"]) for r in rows)
+    direct_err = sum(abs(r["direct_got"] - r["direct_truth"]) for r in rows)
+    return {"attributable": attributable, "job_error": job_err, "direct_error": direct_err,
+            "stats": dict(stats), "single_owner": single_owner,
+            "per_job_ambiguous_error": dict(per_job_err)}
+
+
+def report(b: dict[str, Any]) -> None:
+    gib = 1 << 30
+    att = max(1.0, b["attributable"])
+    print(f"  error in per-job sums {100 * b['job_error'] / att:.2f} % of truth "
+          f"(direct part {100 * b['direct_error'] / att:.2f} %)")
+    print("  ambiguous splits vs oracle: cause, bytes (GiB, % of truth), misplaced "
+          "(sum |given - true|, % of truth, % of those bytes)")
+    for cause, (nbytes, err) in sorted(b["stats"].items()):
+        print(f"    {cause:28s} {nbytes / gib:9.1f} GiB {100 * nbytes / att:6.2f} %  "
+              f"misplaced {err / gib:8.1f} GiB {100 * err / att:6.2f} % "
+              f"({100 * err / max(1.0, nbytes):5.1f} %)")
