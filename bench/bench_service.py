@@ -219,12 +219,13 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU (user + system) of `pid` and its descendants so far (the service under runuser)."""
+    """CPU (user + system) of `pid` and its descendants so far (the service under runuser;
+    the `unmunge` processes it ran and reaped count too)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total = (int(fields[11]) + int(fields[12])) / tick
+        total = sum(int(f) for f in fields[11:15]) / tick  # own and waited-for children's
         for task in Path(f"/proc/{pid}/task").iterdir():
             for child in (task / "children").read_text().split():
                 total += cpu_seconds(int(child))
