@@ -66,8 +66,15 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
     stats: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # cause -> [bytes, error]
     per_job_err: dict[int, float] = defaultdict(float)
     single_owner = [0.0, 0.0]  # bytes of ambiguous deltas one job really owned; of them wrong
-    for key, s in splits.items():
-        node, target, a, b, uid, i, _ids = key
+    # job -> what perfect splits would change in its figure: where the owner's phase showed
+    # its id somewhere (placeable), and everywhere
+    fix_shown: dict[int, float] = defaultdict(float)
+    fix_all: dict[int, float] = defaultdict(float)
+    once = {}
+    for key, s in splits.items():  # one split per delta and facet (the batch's first)
+        once.setdefault(key[:6], s)
+    for key, s in once.items():
+        node, target, a, b, uid, i = key
         if i == 2 or len(s.fractions) < 2:
             continue
         tru, phases = true_split(oracle, node, target, uid, a, b, i)
@@ -75,10 +82,16 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
         if total <= 0:
             continue
         err = 0.0
+        main = max(phases, key=lambda p: phases[p])
+        placeable = any(seen.get(p, (0.0, 0.0)) != (0.0, 0.0) for p in phases)
         for j in set(tru) | set(s.fractions):
-            e = abs(s.fractions.get(j, 0.0) * total - tru.get(j, 0.0))
+            delta = tru.get(j, 0.0) - s.fractions.get(j, 0.0) * total
+            e = abs(delta)
             err += e
             per_job_err[j] += e
+            fix_all[j] += delta
+            if placeable:
+                fix_shown[j] += delta
         top = max(tru.values())
         if top >= 0.99 * total:
             single_owner[0] += total
@@ -86,7 +99,6 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
         n = len(s.fractions)
         arrays = {array_of.get(j) for j in s.fractions}
         short = any(length.get(j, 0) < 1800 for j in s.fractions)
-        main = max(phases, key=lambda p: phases[p])
         ost, mdt = seen.get(main, (0.0, 0.0))
         shown = ("its I/O phase shown by id on OSTs" if ost > 0 else
                  "phase shown by id on MDT only" if mdt > 0 else
@@ -102,7 +114,21 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
     attributable = sum(r["direct_truth"] + r["recovered_truth"] for r in rows)
     job_err = sum(abs(r["attributed"] - r["direct_truth"] - r["recovered_truth"]) for r in rows)
     direct_err = sum(abs(r["direct_got"] - r["direct_truth"]) for r in rows)
-    return {"attributable": attributable, "job_error": job_err, "direct_error": direct_err,
+    ceilings = {}
+    for name, fix in (("perfect where the owner's phase showed its id", fix_shown),
+                      ("perfect everywhere", fix_all)):
+        errs = []
+        abs_err = 0.0
+        for r in rows:
+            t = r["direct_truth"] + r["recovered_truth"]
+            e = abs(r["attributed"] + fix.get(int(r["job"]), 0.0) - t)
+            abs_err += e
+            if t > 0:
+                errs.append(e / t)
+        errs.sort()
+        ceilings[name] = (1 - abs_err / max(1, attributable), errs[int(len(errs) * 0.9)])
+    return {"attributable": attributable, "ceilings": ceilings, "job_error": job_err,
+            "direct_error": direct_err,
             "stats": dict(stats), "single_owner": single_owner,
             "per_job_ambiguous_error": dict(per_job_err)}
 
@@ -112,6 +138,8 @@ def report(b: dict[str, Any]) -> None:
     att = max(1.0, b["attributable"])
     print(f"  error in per-job sums {100 * b['job_error'] / att:.2f} % of truth "
           f"(direct part {100 * b['direct_error'] / att:.2f} %)")
+    for name, (acc, p90) in b["ceilings"].items():
+        print(f"  ceiling, splits {name}: byte accuracy {100 * acc:.2f} %, p90 {100 * p90:.2f} %")
     print("  ambiguous splits vs oracle: cause, bytes (GiB, % of truth), misplaced "
           "(sum |given - true|, % of truth, % of those bytes)")
     for cause, (nbytes, err) in sorted(b["stats"].items()):
