@@ -66,8 +66,18 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
     stats: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # cause -> [bytes, error]
     per_job_err: dict[int, float] = defaultdict(float)
     single_owner = [0.0, 0.0]  # bytes of ambiguous deltas one job really owned; of them wrong
-    for key, s in splits.items():
-        node, target, a, b, uid, i, _ids = key
+    # job -> what perfect splits would change in its figure: where the owner's phase showed
+    # its id somewhere (placeable), and everywhere
+    fix_shown: dict[int, float] = defaultdict(float)
+    fix_all: dict[int, float] = defaultdict(float)
+    # of deltas no data can place (the owner's phase printed its id nowhere): per job
+    blind_true: dict[int, float] = defaultdict(float)
+    blind_given: dict[int, float] = defaultdict(float)
+    once = {}
+    for key, s in splits.items():  # one split per delta and facet (the batch's first)
+        once.setdefault(key[:6], s)
+    for key, s in once.items():
+        node, target, a, b, uid, i = key
         if i == 2 or len(s.fractions) < 2:
             continue
         tru, phases = true_split(oracle, node, target, uid, a, b, i)
@@ -75,10 +85,19 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
         if total <= 0:
             continue
         err = 0.0
+        main = max(phases, key=lambda p: phases[p])
+        placeable = any(seen.get(p, (0.0, 0.0)) != (0.0, 0.0) for p in phases)
         for j in set(tru) | set(s.fractions):
-            e = abs(s.fractions.get(j, 0.0) * total - tru.get(j, 0.0))
+            delta = tru.get(j, 0.0) - s.fractions.get(j, 0.0) * total
+            e = abs(delta)
             err += e
             per_job_err[j] += e
+            fix_all[j] += delta
+            if placeable:
+                fix_shown[j] += delta
+            else:
+                blind_true[j] += tru.get(j, 0.0)
+                blind_given[j] += s.fractions.get(j, 0.0) * total
         top = max(tru.values())
         if top >= 0.99 * total:
             single_owner[0] += total
@@ -86,7 +105,6 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
         n = len(s.fractions)
         arrays = {array_of.get(j) for j in s.fractions}
         short = any(length.get(j, 0) < 1800 for j in s.fractions)
-        main = max(phases, key=lambda p: phases[p])
         ost, mdt = seen.get(main, (0.0, 0.0))
         shown = ("its I/O phase shown by id on OSTs" if ost > 0 else
                  "phase shown by id on MDT only" if mdt > 0 else
@@ -102,7 +120,34 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
     attributable = sum(r["direct_truth"] + r["recovered_truth"] for r in rows)
     job_err = sum(abs(r["attributed"] - r["direct_truth"] - r["recovered_truth"]) for r in rows)
     direct_err = sum(abs(r["direct_got"] - r["direct_truth"]) for r in rows)
-    return {"attributable": attributable, "job_error": job_err, "direct_error": direct_err,
+    ceilings = {}
+    for name, fix in (("perfect where the owner's phase showed its id", fix_shown),
+                      ("perfect everywhere", fix_all)):
+        errs = []
+        abs_err = 0.0
+        for r in rows:
+            t = r["direct_truth"] + r["recovered_truth"]
+            e = abs(r["attributed"] + fix.get(int(r["job"]), 0.0) - t)
+            abs_err += e
+            if t > 0:
+                errs.append(e / t)
+        errs.sort()
+        ceilings[name] = (1 - abs_err / max(1, attributable), errs[int(len(errs) * 0.9)])
+    # the accuracy over what the data can place: those deltas taken out of truth and figures
+    errs, abs_err, base = [], 0.0, 0.0
+    for r in rows:
+        j = int(r["job"])
+        t = r["direct_truth"] + r["recovered_truth"] - blind_true.get(j, 0.0)
+        e = abs(r["attributed"] - blind_given.get(j, 0.0) - t)
+        abs_err += e
+        base += t
+        if t > 0:
+            errs.append(e / t)
+    errs.sort()
+    placeable = (1 - abs_err / max(1.0, base), errs[len(errs) // 2], errs[int(len(errs) * 0.9)],
+                 1 - base / max(1, attributable))
+    return {"attributable": attributable, "ceilings": ceilings, "placeable": placeable,
+            "job_error": job_err, "direct_error": direct_err,
             "stats": dict(stats), "single_owner": single_owner,
             "per_job_ambiguous_error": dict(per_job_err)}
 
@@ -112,6 +157,12 @@ def report(b: dict[str, Any]) -> None:
     att = max(1.0, b["attributable"])
     print(f"  error in per-job sums {100 * b['job_error'] / att:.2f} % of truth "
           f"(direct part {100 * b['direct_error'] / att:.2f} %)")
+    acc, med, p90, out = b["placeable"]
+    print(f"  over the bytes the data can place ({100 * out:.2f} % of the truth taken out: "
+          f"ambiguous deltas whose owner's I/O phase printed its id nowhere): byte accuracy "
+          f"{100 * acc:.2f} %, per-job median / p90 {100 * med:.2f} / {100 * p90:.2f} %")
+    for name, (acc, p90) in b["ceilings"].items():
+        print(f"  ceiling, splits {name}: byte accuracy {100 * acc:.2f} %, p90 {100 * p90:.2f} %")
     print("  ambiguous splits vs oracle: cause, bytes (GiB, % of truth), misplaced "
           "(sum |given - true|, % of truth, % of those bytes)")
     for cause, (nbytes, err) in sorted(b["stats"].items()):

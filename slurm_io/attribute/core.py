@@ -223,6 +223,11 @@ def evidence_index(job: JobWindow, direct: Sequence[DeltaRow], competitors: Sequ
     return Evidence(rows)
 
 
+def _touches(d: DeltaRow, run: Interval) -> bool:
+    """Whether the delta's read interval meets the run (an instant counts at its edges)."""
+    return d.ts_start <= run[1] and d.ts_end >= run[0]
+
+
 def blind_stretches(recovered: Iterable[DeltaRow]) -> dict[tuple[str, str], list[Interval]]:
     """(node, kind) -> when the uid's activity there went to `:uid:host` entries."""
     spans: dict[tuple[str, str], list[Interval]] = defaultdict(list)
@@ -295,9 +300,11 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
     blind = blind_stretches(recovered)
     run = run_of(job, now)
     for d in recovered:
-        if d.node is None or d.node not in job.nodes:
-            continue
-        cands = by_node_jobs.get(d.node, [])
+        if d.node is None or d.node not in job.nodes or not _touches(d, run):
+            continue  # (deltas around the run are fetched as evidence of blind stretches)
+        # the candidates are the jobs that ran during the delta's read interval: every job
+        # attributing it sees the same set, so the batch weighs it once (splits' key)
+        cands = [c for c in by_node_jobs.get(d.node, []) if _touches(d, run_of(c, now))]
         if job not in cands:
             cands = [*cands, job]
         holes = blind.get((d.node, target_kind(d.target)), [])

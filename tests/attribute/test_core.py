@@ -130,3 +130,20 @@ def test_a_new_entry_created_after_the_other_job_ended_is_wholly_the_running_job
     # without start_time both could own it: ambiguous, by time 60 s each
     io = attribute(JOB, [], [delta(940, 1060, wb=1200)], [JOB, before], now=5000)
     assert io.totals == {"write_bytes": 600} and io.by_time == {"write_bytes": 600}
+
+
+def test_a_delta_is_split_once_per_batch_whatever_else_each_job_competes_with():
+    # jobs 1 and 2 of uid 1000 share node n1 during (1200, 1320]; job 3 runs on n1 later
+    # (3000-4000) and is among job 2's competitors only. The batch weighs the delta once:
+    # the two shares add up to the delta, and job 3 (and a delta outside its run) get none
+    a = JobWindow(1, 1000, ("n1",), 1000.0, 2000.0)
+    b = JobWindow(2, 1000, ("n1",), 1100.0, 3500.0)
+    c = JobWindow(3, 1000, ("n1",), 3000.0, 4000.0)
+    d = delta(1200, 1320, wb=900)
+    splits: dict = {}
+    io_a = attribute(a, [], [d], [a, b], now=9000, splits=splits)
+    io_b = attribute(b, [], [d], [a, b, c], now=9000, splits=splits)
+    io_c = attribute(c, [], [d], [b, c], now=9000, splits=splits)
+    assert io_a.totals["write_bytes"] + io_b.totals["write_bytes"] == 900
+    assert io_c.totals == {} and io_c.n_recovered == 0
+    assert len({k[:6] for k in splits}) == len(splits)  # one split per delta and facet
