@@ -39,6 +39,8 @@ _FAST = re.compile(
     rb"(?:,sumsq:(\d+))?(?:,hist:(\{[^}\n]*\}))?\})?)"
 )
 SQUEEZE = b" "
+# every byte a well-formed entry prints outside its id, once spaces are squeezed out
+_GRAMMAR = b"".join(bytes((c,)) for c in range(128) if chr(c).isalnum()) + b"_:,{}.-\n"
 _DIGITS = b"0123456789"
 IDS = re.compile(rb"\n- job_id:([^\n]*)")
 _COL_ID, _COL_NAME, _COL_SAMPLES = (itemgetter(i) for i in (0, 4, 5))
@@ -169,6 +171,21 @@ def _build_shape(body: bytes) -> _Shape | None:
     lay_names = layout(tuple(names))[0]
     return _Shape(re.compile(b"".join(parts) + rb"(?=\n-job_id:|\Z)"), lay_names, i_snap,
                   i_start, tuple(sample_idx), tuple(byte_counters))
+
+
+def only_grammar_bytes(compact: bytes, ids: list[bytes]) -> bool:
+    """Whether every byte outside the ids belongs to the grammar (C-speed translates).
+
+    The passes below match counter lines by their structure, and an operation counter's
+    tail by a character run, so a control byte or stray punctuation there would pass
+    unnoticed; such a chunk is left to the reference, which reports the line.
+    """
+    stray = compact.translate(None, _GRAMMAR)
+    joined = b"".join(ids)
+    if stray and stray != joined.translate(None, _GRAMMAR + SQUEEZE):
+        return False
+    # an opening brace inside a counter line hides nothing from the closing-brace count
+    return compact.count(b"{") - joined.count(b"{") == compact.count(b"}") - joined.count(b"}")
 
 
 def shape_of(compact: bytes) -> _Shape | None:
@@ -325,8 +342,8 @@ def generic(target: str, layouts: dict[tuple[bytes, ...], tuple[tuple[str, ...],
         else:
             lay = layouts.get(bnm)
             if lay is None:
-                if b"" in bnm:
-                    return None
+                if b"" in bnm or len(set(bnm)) != len(bnm):
+                    return None  # a counter printed twice: the reference reports it
                 lay = layouts[bnm] = layout(tuple(x.decode() for x in bnm))
             last_nm, last_lay = bnm, lay
         nm, bidx = lay

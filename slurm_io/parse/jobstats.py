@@ -247,6 +247,8 @@ class Parser:
             ids = fast.IDS.findall(chunk)
         if not ids or len(ids) != compact.count(b"\n-job_id:"):
             return False
+        if not fast.only_grammar_bytes(compact, ids):
+            return False  # a stray byte in a counter line: the reference says what it is
         shape = _shape_of(compact)
         if shape is not None:
             out = fast.shaped(self._target, shape, compact, ids, digests)

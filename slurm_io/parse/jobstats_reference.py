@@ -44,7 +44,7 @@ from slurm_io.parse._jobstats_base import (
 from slurm_io.text import clean
 
 _JOBID = re.compile(r"^\s*-\s*job_id:\s*(.*?)\s*$")
-_TIME = re.compile(r"^\s*(\w+_time)\s*:\s*([0-9]+(?:\.[0-9]+)?)(?:\s+secs\.nsecs)?\s*$")
+_TIME = re.compile(r"^\s*(\w+_time)\s*:\s*([0-9]+(?:\.[0-9]+)?)(?:\s*secs\.nsecs)?\s*$")
 _COUNTER = re.compile(r"^\s*(\w+)\s*:\s*\{(.*)\}\s*$")
 _FIELD = re.compile(r"^\s*(\w+)\s*:\s*(\S+)\s*$")
 _HIST = re.compile(r"hist\s*:\s*\{([^}]*)\}")
@@ -190,7 +190,10 @@ def read_entries(target: str, base: int, text: str) -> EntryBlock:
             out.problems.append(ParseProblem(target, lineno, None, "text outside any entry",
                                              line[:200]))
             continue
-        m = _TIME.match(line)
+        # outside an id, spaces are column padding (as the fast parser, which squeezes them
+        # out, reads them): `300.0 secs.nsecs` and `4 4K` mean `300.0secs.nsecs` and `44K`
+        bare = line.replace(" ", "")
+        m = _TIME.match(bare)
         if m:
             value = float(m.group(2))
             if value > MAX_TIME and m.group(1) in ("snapshot_time", "start_time"):
@@ -200,12 +203,12 @@ def read_entries(target: str, base: int, text: str) -> EntryBlock:
             elif m.group(1) == "start_time":
                 cur.start = value
             continue
-        m = _COUNTER.match(line)
+        m = _COUNTER.match(bare)
         if m:
             _read_counter(cur, m.group(1), counter_fields(m.group(2)),
                           lambda msg, ln=lineno, li=line: problem(ln, li, msg))
             continue
-        if _SCALAR.match(line) and "{" not in line and "}" not in line:
+        if _SCALAR.match(bare) and "{" not in line and "}" not in line:
             # an unknown scalar field of a future release: harmless, but say so
             problem(lineno, line, "unknown field ignored")
             continue
