@@ -31,8 +31,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from email.message import Message
 from email.utils import formatdate, getaddresses, parseaddr
 from pathlib import Path
@@ -47,16 +46,21 @@ from slurm_io.attribute.sql import (
     store_job_io,
     stored_job_io,
 )
-from slurm_io.config import Config
 from slurm_io.fsutil import pid_alive
-from slurm_io.jobs.source import DEFAULT_SACCT, SacctSource, SourceError
+from slurm_io.jobs.source import SacctSource, SourceError
 from slurm_io.jobs.store import upsert_isolated
 from slurm_io.jobs.sync import keep_refused
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue
 from slurm_io.notify.interfaces import MailBuilder
+from slurm_io.notify.outcome import Outcome, PassResult, readiness
+from slurm_io.notify.reporter_settings import ReporterSettings, SacctJobsSource, smtp_settings
 from slurm_io.notify.smtp import OutcomeUnknown, Session, SmtpSettings, Undelivered
 from slurm_io.store.db import DatabaseLink
+
+# names other modules import from here (settings and results live in their own modules)
+__all__ = ["NoRecipient", "PassResult", "Reporter", "ReporterSettings", "SacctJobsSource",
+           "claimer_alive", "message_id", "smtp_settings", "status"]
 
 log = logging.getLogger("slurm_io.report")
 
@@ -65,77 +69,6 @@ SACCT_CHUNK = 200  # job ids per `sacct -j`
 
 class NoRecipient(ValueError):
     """The MailBuilder's message names nobody: a bug, not worth retrying."""
-
-
-class SacctJobsSource(SacctSource):
-    """`sacct ... -j IDS`: the records of given jobs, whenever they ran."""
-
-    def __init__(self, jobs: Iterable[int], sacct: str = DEFAULT_SACCT, **kw: Any) -> None:
-        super().__init__(sacct, **kw)
-        self.job_ids = list(jobs)
-
-    def command(self, since: float | None, until: float | None) -> list[str]:
-        return [*super().command(since, until), "-j", ",".join(map(str, self.job_ids))]
-
-    def text(self, since: float | None, until: float | None) -> str:
-        return self.slurm.sacct_jobs(self.window(since, until), self.job_ids,
-                                     timeout=self.timeout)
-
-
-@dataclass(frozen=True)
-class ReporterSettings:
-    spool_dir: Path = Path("/var/spool/slurm-io/hook")
-    interval: float = 30.0
-    max_wait: float = 1800.0
-    sweep_every: float = 900.0
-    sweep_hours: float = 6.0
-    max_attempts: int = 8
-    retry_base: float = 60.0
-    resolution: float = 120.0  # the collectors' interval (attribution)
-    sender: str = "slurm-io@localhost"
-    message_id_domain: str = "localhost"
-    sacct: str = DEFAULT_SACCT
-    batch: int = 500  # due rows looked at per pass
-    lease: float = 180.0  # a `sending` row older than this, of a reporter elsewhere, is orphaned
-
-    @classmethod
-    def from_config(cls, cfg: Config, **overrides: Any) -> ReporterSettings:
-        sender = cfg.mail_from or f"slurm-io@{socket.getfqdn()}"
-        domain = parseaddr(sender)[1].rpartition("@")[2] or socket.getfqdn()
-        s = cls(spool_dir=cfg.hook_spool_dir, interval=cfg.report_interval,
-                max_wait=cfg.report_max_wait, sweep_every=cfg.report_sweep_every,
-                sweep_hours=cfg.report_sweep_hours, max_attempts=cfg.report_max_attempts,
-                retry_base=cfg.report_retry_base, resolution=cfg.interval, sender=sender,
-                message_id_domain=domain, lease=2 * cfg.mail_timeout + 120,
-                sacct=cfg.sacct or DEFAULT_SACCT)
-        return replace(s, **{k: v for k, v in overrides.items() if v is not None})
-
-
-def smtp_settings(cfg: Config) -> SmtpSettings:
-    password = None
-    if cfg.mail_password_file is not None:
-        password = cfg.mail_password_file.read_text().strip()
-    return SmtpSettings(cfg.mail_host, cfg.mail_port, cfg.mail_starttls, cfg.mail_ssl,
-                        cfg.mail_user, password, cfg.mail_timeout)
-
-
-@dataclass
-class PassResult:
-    ingested: int = 0
-    bad_spool: int = 0
-    orphans: int = 0
-    swept: int = 0
-    synced: int = 0
-    sent: int = 0
-    unconfirmed: int = 0
-    skipped: int = 0
-    waiting: int = 0
-    retried: int = 0
-    failed: int = 0
-    problems: list[str] = field(default_factory=list)
-
-    def summary(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.__dict__.items() if k != "problems")
 
 
 def message_id(job: int, submit: float | None, domain: str) -> str:
@@ -277,32 +210,6 @@ class Reporter:
             r.synced += counts.written
 
     # -- one job ---------------------------------------------------------------------------
-    def _readiness(self, c: queue.Claimed, done_until: float | None
-                   ) -> tuple[str, str | None, bool]:
-        """("wait" | "skip" | "send", note, incomplete) for a claimed row."""
-        s = self.settings
-        if not c.has_job:
-            if c.now - c.queued_at < s.max_wait:
-                return "wait", "waiting for the job's record", False
-            return "fail", "no job record after report.max_wait", True
-        incomplete = False
-        if not c.final:
-            if c.now - c.queued_at < s.max_wait:
-                return "wait", "waiting for sacct's final record of the job", False
-            incomplete = True
-        elif c.never_ran:
-            return "skip", "never ran (cancelled while pending): no report", False
-        end = c.end if c.end is not None else c.queued_at
-        if done_until is None or done_until < end:
-            if c.now - end < s.max_wait:
-                last = "never" if done_until is None else time.strftime(
-                    "%Y-%m-%dT%H:%M:%S", time.localtime(done_until))
-                return ("wait", f"waiting for every collector to read past the job's end "
-                        f"(all read until {last})", False)
-            incomplete = True
-        return "send", ("sent before all data was in (report.max_wait)" if incomplete
-                        else None), incomplete
-
     def _process(self, conn: psycopg.Connection, job: int, done_until: float | None,
                  r: PassResult) -> None:
         s = self.settings
@@ -310,25 +217,11 @@ class Reporter:
         if c is None:
             conn.rollback()
             return
-        action, note, incomplete = self._readiness(c, done_until)
-        if action == "wait":
-            queue.wait(conn, job, note or "waiting", max(1.0, s.interval))
-            conn.commit()
-            r.waiting += 1
+        outcome = readiness(c, done_until, s.max_wait)
+        if outcome.action != "send":
+            self._apply(conn, job, outcome, r)
             return
-        if action == "skip":
-            queue.skip(conn, job, note or "skipped")
-            conn.commit()
-            r.skipped += 1
-            log.info("job %s: skipped: %s", job, note)
-            return
-        if action == "fail":
-            queue.fail_attempt(conn, job, note or "failed", attempts=s.max_attempts,
-                               max_attempts=s.max_attempts, base=s.retry_base)
-            conn.commit()
-            r.failed += 1
-            log.error("job %s: report failed: %s", job, note)
-            return
+        note, incomplete = outcome.note, outcome.incomplete
         try:
             with conn.transaction():  # a savepoint: a failing builder keeps the row lock
                 self._attribute(conn, job, complete=not incomplete, now=c.now)
@@ -337,19 +230,13 @@ class Reporter:
             self._failed_attempt(conn, c, f"building the mail: {type(e).__name__}: {e}", r)
             return
         if msg is None:
-            queue.skip(conn, job, "no mail for this job by policy (mail builder)")
-            conn.commit()
-            r.skipped += 1
-            log.info("job %s: no mail by policy", job)
+            self._apply(conn, job, Outcome("skip", "no mail for this job by policy (mail "
+                                           "builder)"), r, said="no mail by policy")
             return
         try:
             sender, rcpts, data, mid = self._finish_message(msg, c, incomplete)
         except NoRecipient as e:
-            queue.fail_attempt(conn, job, str(e), attempts=s.max_attempts,
-                               max_attempts=s.max_attempts, base=s.retry_base)
-            conn.commit()
-            r.failed += 1
-            log.error("job %s: report failed: %s", job, e)
+            self._apply(conn, job, Outcome("fail", str(e)), r)
             return
         except Exception as e:  # a header the email package cannot serialise, ...
             self._failed_attempt(conn, c, f"making the message: {type(e).__name__}: {e}", r)
@@ -381,6 +268,31 @@ class Reporter:
         r.sent += 1
         log.info("job %s: mailed to %s, %s (%s)%s", job, ", ".join(rcpts), mid, reply.strip(),
                  " [data may be incomplete]" if incomplete else "")
+
+    def _apply(self, conn: psycopg.Connection, job: int, outcome: Outcome, r: PassResult, *,
+               said: str | None = None) -> None:
+        """Apply a wait, skip or fail outcome: the queue row, the commit, the count, the log.
+
+        A `fail` here is final (attempts set to the maximum): nothing a retry would change.
+        """
+        s = self.settings
+        if outcome.action == "wait":
+            queue.wait(conn, job, outcome.note or "waiting", max(1.0, s.interval))
+            conn.commit()
+            r.waiting += 1
+        elif outcome.action == "skip":
+            queue.skip(conn, job, outcome.note or "skipped")
+            conn.commit()
+            r.skipped += 1
+            log.info("job %s: %s", job, said or f"skipped: {outcome.note}")
+        elif outcome.action == "fail":
+            queue.fail_attempt(conn, job, outcome.note or "failed", attempts=s.max_attempts,
+                               max_attempts=s.max_attempts, base=s.retry_base)
+            conn.commit()
+            r.failed += 1
+            log.error("job %s: report failed: %s", job, outcome.note)
+        else:
+            raise ValueError(f"not an outcome to apply here: {outcome.action}")
 
     def _attribute(self, conn: psycopg.Connection, job: int, *, complete: bool,
                    now: float) -> None:
@@ -455,20 +367,28 @@ class Reporter:
         logged and waited out, never fatal. `stop` is also checked between two jobs."""
         self._stop = stop
         while not stop.is_set():
-            try:
-                result = self.run_once()
-                if on_pass is not None:
-                    on_pass(result)
-                if any((result.sent, result.failed, result.skipped, result.retried,
-                        result.ingested, result.swept, result.unconfirmed)):
-                    log.info("pass: %s", result.summary())
-            except psycopg.Error as e:
-                log.warning("database unavailable: %s", e)
-                self.close()
-            except Exception:
-                log.exception("reporter pass failed")
-                self.close()
+            self._run_cycle(on_pass)
             stop.wait(self.settings.interval)
+        self._shutdown()
+
+    def _run_cycle(self, on_pass: Callable[[PassResult], None] | None) -> None:
+        """One pass; a database or Slurm outage (or a bug) is logged, never fatal."""
+        try:
+            result = self.run_once()
+            if on_pass is not None:
+                on_pass(result)
+            if any((result.sent, result.failed, result.skipped, result.retried,
+                    result.ingested, result.swept, result.unconfirmed)):
+                log.info("pass: %s", result.summary())
+        except psycopg.Error as e:
+            log.warning("database unavailable: %s", e)
+            self.close()
+        except Exception:
+            log.exception("reporter pass failed")
+            self.close()
+
+    def _shutdown(self) -> None:
+        """Stopped (SIGTERM): the SMTP session and the database connection are closed."""
         self.close()
 
 
