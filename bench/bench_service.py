@@ -270,7 +270,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20, help="new-process runs of each kind")
     ap.add_argument("--munge-socket", default=TESTBED_MUNGE)
     ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-venv"))
-    ap.add_argument("--threads", type=int, default=4, help="service worker threads")
+    ap.add_argument("--threads", type=int, default=16, help="service worker threads")
     ap.add_argument("--processes", type=int, default=1, help="service processes")
     ap.add_argument("--tls", choices=("ec", "rsa", "none"), default="ec")
     ap.add_argument("--munge", choices=("lib", "exec"), default="lib")
