@@ -99,8 +99,16 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         return Split({active[0].job: part}, SINGLE)
     found = _evidence_weights(d, i, active, runs, over, evidence, blind)
     rule = EVIDENCE
-    if found is None:
-        weights, rule = {c.job: over[c.job] for c in active}, TIME
+    if found is None or _UNMEASURED & found[1]:
+        # no rate tells them apart: a rise of their activity on the other kind, else time
+        ruled = found[1] - _UNMEASURED if found is not None else frozenset()
+        rise = _surprise(d, active, evidence, ruled)
+        if sum(rise.values()) > 0:
+            weights = {c.job: rise.get(c.job, 0.0) * over[c.job] for c in active}
+        elif found is not None:
+            weights = found[0]
+        else:
+            weights, rule = {c.job: over[c.job] for c in active}, TIME
     else:
         weights, excluded = found
         amount = measures(d.counters)[i]
