@@ -239,3 +239,15 @@ def test_the_rest_of_a_burst_follows_the_metadata_activity_that_rose_during_it()
     assert s.rule == EVIDENCE
     assert s.fractions[1] == pytest.approx(0.2) and s.fractions[3] == pytest.approx(0.8)
     assert s.fractions[2] == 0.0
+
+
+def test_without_rates_the_job_whose_metadata_activity_rose_gets_the_blind_bytes():
+    # neither job wrote by its id within an hour (no OST rate); on the MDT, not blind, job 1
+    # opens a steady 10 files per read throughout, job 2 none around and 40 during the
+    # blind read: job 2 entered an I/O phase then, and gets all 500 bytes (not 250 by time)
+    mdt = "fs-MDT0000"
+    e = ev(*direct_around(1, 3400, 4720, per_read=10, target=mdt, kind="opens"),
+           row(4000, 4120, job=1, target=mdt, opens=10),
+           row(4000, 4120, job=2, target=mdt, opens=40))
+    s = split(row(4000, 4120, wb=500), WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE and s.fractions == {1: 0.0, 2: 1.0}

@@ -1,0 +1,189 @@
+"""What the data shows about each job by its own id: intervals, facets and the Evidence index.
+
+The building blocks of the evidence rule (attribute.evidence): a delta's effective interval,
+interval arithmetic (overlap, union, difference), the facets a delta is weighed by, and the
+index of each job's directly identified rows per node, sorted by time, with the questions
+the rule asks of it (was the job seen then, its amount in a window, its peak rate). Pure.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from slurm_io.attribute.core import DeltaRow, JobWindow
+
+FACETS = ("read", "write", "ops")
+WINDOWS = (600.0, 1800.0, 3600.0)  # seconds around the delta in which evidence is looked for
+MIN_OBSERVED = 240.0  # two collector periods: less is not a rate
+CAP_SLACK = 2.0  # a job is given at most twice the highest rate it showed by its own id
+
+Interval = tuple[float, float]
+
+
+_FACET_OF: dict[str, str] = {}
+
+
+def facet(counter: str) -> str:
+    """The facet a counter belongs to: bytes and requests of reads, of writes, or operations."""
+    f = _FACET_OF.get(counter)
+    if f is None:
+        f = ("read" if counter.startswith("read_bytes") else
+             "write" if counter.startswith("write_bytes") else "ops")
+        _FACET_OF[counter] = f
+    return f
+
+
+def measures(counters: dict[str, int]) -> tuple[float, float, float]:
+    """(read bytes, write bytes, operations) of a delta: what its facets are weighed by."""
+    ops = sum(v for k, v in counters.items() if facet(k) == "ops")
+    return float(counters.get("read_bytes", 0)), float(counters.get("write_bytes", 0)), ops
+
+
+def target_kind(target: str) -> str:
+    """MDT or OST from a target name (`scratch-MDT0000`, `scratch-OST0003`)."""
+    return "MDT" if "-MDT" in target else "OST"
+
+
+def effective(d: DeltaRow, created: bool = False) -> Interval:
+    """The interval in which the delta's I/O can have happened.
+
+    An entry's snapshot_time is its last update: nothing moved after it, so the interval
+    ends there when it is inside the read interval (epoch times only). With `created`, its
+    start_time (2.15.2+) too: nothing moved before the entry was created. split() uses that
+    for a delta one job can own (the job's edges); between several candidates it weighs the
+    read interval, as their own rows are read intervals (narrowing there measured worse).
+    """
+    start, end = d.ts_start, d.ts_end
+    if d.last_update is not None and start < d.last_update < end:
+        end = d.last_update
+    if created and d.entry_start is not None and start < d.entry_start < end:
+        start = d.entry_start
+    return start, end
+
+
+def run_of(c: JobWindow, now: float) -> Interval:
+    return (c.start if c.start is not None else float("-inf"),
+            c.end if c.end is not None else now)
+
+
+def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """Union of intervals as sorted disjoint intervals."""
+    out: list[list[float]] = []
+    for a, b in sorted(intervals):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def subtract(lo: float, hi: float, holes: Sequence[Interval]) -> list[Interval]:
+    """[lo, hi] minus sorted disjoint `holes`."""
+    out: list[Interval] = []
+    cur = lo
+    i = bisect_left(holes, (lo, lo))
+    if i > 0 and holes[i - 1][1] > lo:
+        i -= 1
+    for a, b in holes[i:]:
+        if a >= hi:
+            break
+        if a > cur:
+            out.append((cur, a))
+        cur = max(cur, b)
+    if cur < hi:
+        out.append((cur, hi))
+    return out
+
+
+class Row(NamedTuple):
+    """A delta named by a job, reduced to what evidence needs."""
+
+    t0: float
+    t1: float
+    target: str
+    kind: str
+    m: tuple[float, float, float]  # measures()
+
+
+class Evidence:
+    """Directly identified activity of jobs per (node, job), sorted by time."""
+
+    def __init__(self, rows: Iterable[tuple[int, str, DeltaRow]] = ()) -> None:
+        by: dict[tuple[str, int], list[Row]] = defaultdict(list)
+        for job, node, d in rows:
+            a, b = effective(d)
+            by[(node, job)].append(Row(a, b, d.target, target_kind(d.target),
+                                       measures(d.counters)))
+        self._rows = {k: sorted(v) for k, v in by.items()}
+        self._starts = {k: [r.t0 for r in v] for k, v in self._rows.items()}
+        self._span = max((r.t1 - r.t0 for v in self._rows.values() for r in v), default=0.0)
+
+    def seen(self, node: str, job: int, kind: str | None, a: float, b: float) -> bool:
+        """Whether the job moved anything by its own id on `node` and `kind` (any kind when
+        None) during (a, b): a row with data at least half of whose interval lies in (a, b)
+        (servers read at different times, so a neighbouring interval overlaps a little)."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return False
+        for r in rows[bisect_left(self._starts[(node, job)], a - self._span):]:
+            if r.t0 >= b:
+                break
+            if (kind is None or r.kind == kind) and any(r.m) and (
+                    overlap(r.t0, r.t1, a, b) > 0.5 * (r.t1 - r.t0)):
+                return True
+        return False
+
+    def peak(self, node: str, job: int, kind: str, i: int, lo: float, hi: float
+             ) -> float | None:
+        """The highest rate (per second) the job showed by its own id on `node` and targets
+        of `kind` in a read interval ending in [lo, hi]: bytes (read + write) for facets 0
+        and 1, operations for facet 2. None when it has no such row (never observed)."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return None
+        best: float | None = None
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 > hi:
+                break
+            if r.kind != kind or not lo <= r.t1 <= hi or r.t1 - r.t0 < MIN_OBSERVED / 4:
+                continue
+            v = r.m[2] if i == 2 else r.m[0] + r.m[1]
+            best = max(best or 0.0, v / (r.t1 - r.t0))
+        return best
+
+    def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
+               kind: str, i: int) -> float:
+        """Facet `i` of the job's own rows on `node` inside `windows` (pro rata of each row's
+        interval), on `target` when given, else on every target of `kind`."""
+        rows = self._rows.get((node, job))
+        if not rows or not windows:
+            return 0.0
+        starts = self._starts[(node, job)]
+        lo, hi = windows[0][0], windows[-1][1]
+        total = 0.0
+        for r in rows[bisect_left(starts, lo - self._span):]:
+            if r.t0 >= hi:
+                break
+            if (r.target != target) if target is not None else (r.kind != kind):
+                continue
+            v = r.m[i]
+            if not v:
+                continue
+            length = r.t1 - r.t0
+            if length <= 0:
+                if any(a <= r.t1 <= b for a, b in windows):
+                    total += v
+                continue
+            inside = sum(overlap(r.t0, r.t1, a, b) for a, b in windows)
+            total += v * inside / length
+        return total
