@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -24,10 +23,8 @@ import click
 
 from slurm_io import config as config_mod
 from slurm_io.config import Config, ConfigError
+from slurm_io.jobs.spec import JOBID_ARG  # the commands import it from here
 
-# sacct -j's forms: 123, an array task 123_4, a het component 1853+1, each with an optional
-# step (.batch, .0). ASCII digits only: `\d` would take other scripts' digits.
-JOBID_ARG = re.compile(r"^[0-9]+(?:_[0-9]+|\+[0-9]+)?(?:\.\w+)?$", re.ASCII)
 TRACEBACK_ENV = "SLURM_IO_TRACEBACK"
 # click >= 8.2 raises this usage error to print a group's help when no command is given
 _HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]

@@ -37,7 +37,7 @@ from slurm_io.store.spool import Spool
 
 log = logging.getLogger("slurm_io.collect")
 
-__all__ = ["Collector", "DatabaseLink", "flush", "live", "replay"]
+__all__ = ["Collector", "DatabaseLink", "LiveDaemon", "flush", "live", "replay"]
 
 
 def flush(spool: Spool, link: DatabaseLink, collectors: list[Collector] | tuple = ()
@@ -156,37 +156,66 @@ def live(*, name: str, command: str, command_timeout: float, interval: float, st
          spool: Spool, link: DatabaseLink, classify: ClassifyCache, once: bool,
          stop: StopFlag) -> int:
     """The live loop: read lctl every `interval` seconds aligned to the wall clock."""
-    c = Collector(name, state_dir, spool, classify, interval)
-    flush(spool, link, [c])
-    cycles = 0
-    pause = CycleGC()
-    while not stop.stopped:
-        if not once:
-            delay = next_tick(time.time(), interval) - time.time()
-            if stop.event.wait(max(0.0, delay)):
-                break
-        with pause.cycle():
+    return LiveDaemon(name=name, command=command, command_timeout=command_timeout,
+                      interval=interval, state_dir=state_dir, spool=spool, link=link,
+                      classify=classify, once=once, stop=stop).run()
+
+
+class LiveDaemon:
+    """The live collector: `_run_cycle` is one read (read, process, flush), `run` the loop.
+
+    One class so that what a read does and what the loop does between reads (waiting for
+    the next tick, stopping) are apart, as in patroni's daemon.
+    """
+
+    def __init__(self, *, name: str, command: str, command_timeout: float, interval: float,
+                 state_dir: Path, spool: Spool, link: DatabaseLink, classify: ClassifyCache,
+                 once: bool, stop: StopFlag) -> None:
+        self.name, self.command, self.command_timeout = name, command, command_timeout
+        self.interval, self.spool, self.link = interval, spool, link
+        self.once, self.stop = once, stop
+        self.collector = Collector(name, state_dir, spool, classify, interval)
+        self.cycles = 0
+        self._pause = CycleGC()
+
+    def run(self) -> int:
+        """Read until stopped (or once); 1 when the single read of `once` failed."""
+        flush(self.spool, self.link, [self.collector])
+        while not self.stop.stopped:
+            if not self.once:
+                delay = next_tick(time.time(), self.interval) - time.time()
+                if self.stop.event.wait(max(0.0, delay)):
+                    break
+            ok = self._run_cycle()
+            if self.once:
+                return self._shutdown(0 if ok else 1)
+        return self._shutdown(0)
+
+    def _run_cycle(self) -> bool:
+        """One read; False when it failed (the next read covers its interval)."""
+        c, name = self.collector, self.name
+        with self._pause.cycle():
             try:
-                read_time, parsed = read_lctl(command, command_timeout, c.previous)
+                read_time, parsed = read_lctl(self.command, self.command_timeout, c.previous)
             except LctlError as e:
                 log.error("%s: read failed: %s (the next read covers this interval)", name, e)
-                if once:
-                    return 1
-                continue
+                return False
             try:
                 res = c.process(read_time, parsed)
             except LocalStorageError as e:
                 log.error("%s: %s; this read is not stored (the next one covers its "
                           "interval), spooled batches are kept and sent", name, e)
                 del parsed
-                flush(spool, link, [c])
-                if once:
-                    return 1
-                continue
-            written, remaining = flush(spool, link, [c])
+                flush(self.spool, self.link, [c])
+                return False
+            written, remaining = flush(self.spool, self.link, [c])
             del parsed
         _log_cycle(c, res, remaining, written)
-        cycles += 1
-        if once:
-            break
-    return 0
+        self.cycles += 1
+        return True
+
+    def _shutdown(self, rc: int) -> int:
+        """Stopped: nothing is held open between reads (the state and spool are durable
+        after each one), so there is nothing to release; say how far it got."""
+        log.debug("%s: stopped after %d read(s)", self.name, self.cycles)
+        return rc

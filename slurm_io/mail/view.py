@@ -20,230 +20,48 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from slurm_io.mail.fmt import (
+    fmt_count,
+    fmt_duration,
+    fmt_pct,
+    fmt_rate,
+    fmt_si,
+    fmt_size,
+    fmt_step,
+)
+from slurm_io.mail.view_model import (
+    META_NAMES,
+    NICE_STEPS,
+    RATINGS,
+    READ_COLOUR,
+    SMALL_IO,
+    STORM_OPS,
+    WRITE_COLOUR,
+    Advice,
+    Chart,
+    ChartRow,
+    JobView,
+    MetaRow,
+    Provenance,
+    QualityRow,
+    TargetRow,
+    Thresholds,
+)
 from slurm_io.report.counters import human_bytes
 
-READ_COLOUR = "#2563eb"  # the chart's read bars (blue)
-WRITE_COLOUR = "#ea580c"  # the chart's write bars (orange)
-SMALL_IO = 64 * 1024
+_THRESHOLDS = Thresholds()  # the defaults (a frozen value, shared)
 
-# rows of the timeline: the smallest of these steps (seconds) that fits the job in max_rows
-NICE_STEPS = (60, 120, 240, 300, 360, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600,
-              43200, 86400, 172800, 345600, 604800)
-
-# metadata operations that make a storm, with their plain names
-STORM_OPS: dict[str, str] = {"open": "opens", "getattr": "stats", "mkdir": "mkdirs",
-                             "unlink": "unlinks"}
-META_NAMES: dict[str, str] = {
-    "open": "opens", "close": "closes", "getattr": "stats (getattr)", "setattr": "setattrs",
-    "mkdir": "mkdirs", "rmdir": "rmdirs", "unlink": "unlinks (deletes)", "mknod": "mknods",
-    "link": "links", "rename": "renames", "samedir_rename": "renames within a directory",
-    "crossdir_rename": "renames across directories", "getxattr": "getxattrs",
-    "setxattr": "setxattrs", "statfs": "statfs", "sync": "syncs",
-}
-
-RATINGS: dict[str, tuple[str, str, str]] = {  # rating -> (label, text colour, background)
-    "good": ("good", "#166534", "#dcfce7"),
-    "fair": ("fair", "#854d0e", "#fef9c3"),
-    "poor": ("poor", "#991b1b", "#fee2e2"),
-    "none": ("n/a", "#475569", "#f1f5f9"),
-}
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """When a job's I/O earns advice (see the module docstring)."""
-
-    kb_ops: float = 16.0
-    small_share: float = 0.5
-    min_share_basis: float = 0.5
-    min_requests: int = 10_000
-    metadata_per_node_hour: float = 1e5
-    min_metadata_ops: int = 10_000
-
-
-@dataclass(frozen=True)
-class Advice:
-    key: str  # small_writes, small_reads, metadata
-    title: str
-    finding: str
-    suggestions: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ChartRow:
-    label: str
-    read_bytes: int
-    write_bytes: int
-    read_rate: str  # "" when nothing moved
-    write_rate: str
-    read_pct: int  # bar width, 0..100 of the chart's scale (the peak rate of either kind)
-    write_pct: int
-
-
-@dataclass(frozen=True)
-class Chart:
-    rows: tuple[ChartRow, ...]
-    step: int  # seconds per row
-    step_label: str
-    scale: str  # the rate a full bar stands for
-    peak_read: str
-    peak_write: str
-    ascii: tuple[str, ...]
-
-    @property
-    def empty(self) -> bool:
-        return not self.rows
-
-
-@dataclass(frozen=True)
-class QualityRow:
-    kind: str  # read, write
-    label: str  # Reads, Writes
-    requests: str
-    mean_size: str
-    small_share: str
-    small_basis: str  # "" or "(known for 40% of requests)"
-    kb_ops: str
-    rating: str  # good, fair, poor, none
-    rating_label: str
-    rating_fg: str
-    rating_bg: str
-
-
-@dataclass(frozen=True)
-class TargetRow:
-    name: str
-    read: str
-    written: str
-    meta_ops: str
-    share_pct: int  # of the job's bytes (0 for metadata targets)
-    share: str
-
-
-@dataclass(frozen=True)
-class MetaRow:
-    name: str
-    count: str
-    per_node_hour: str
-    storm: bool
-
-
-@dataclass(frozen=True)
-class Provenance:
-    basis: str  # "bytes" or "metadata operations"
-    direct: str
-    recovered: str
-    ambiguous: str
-    split: str
-    recovered_share: float
-    ambiguous_share: float
-    notes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class JobView:
-    jobid: str
-    job: int
-    name: str
-    user: str
-    account: str
-    partition: str
-    state: str
-    exit_code: str
-    nodes_count: int
-    nodes_text: str
-    start: str
-    end: str
-    elapsed: str
-    running: bool
-    complete: bool
-    work_dir: str
-    read: str
-    written: str
-    read_bytes: int
-    write_bytes: int
-    total_bytes: int
-    read_requests: str
-    write_requests: str
-    read_mean: str
-    write_mean: str
-    metadata_ops: str
-    metadata_ops_n: int
-    node_hours: str
-    subject: str
-    chart: Chart
-    quality: tuple[QualityRow, ...]
-    advice: tuple[Advice, ...]
-    targets: tuple[TargetRow, ...]
-    more_targets: int
-    metadata: tuple[MetaRow, ...]
-    provenance: Provenance
-    status_note: str
-    colours: dict[str, str] = field(default_factory=lambda: {"read": READ_COLOUR,
-                                                             "write": WRITE_COLOUR})
-
-
-# -- formatting --------------------------------------------------------------------------------
-def fmt_count(n: float | None) -> str:
-    """1234567 -> '1,234,567'."""
-    return "-" if n is None else f"{round(n):,}"
-
-
-def fmt_si(n: float | None) -> str:
-    """1234567 -> '1.2 M' (counts and rates of operations)."""
-    if n is None:
-        return "-"
-    for div, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if abs(n) >= div:
-            x = n / div
-            return f"{x:.0f}{unit}" if abs(x) >= 100 or x == int(x) else f"{x:.1f}{unit}"
-    return f"{n:.0f}"
-
-
-def fmt_pct(x: float | None, digits: int = 1) -> str:
-    """0.2468 -> '24.7%'."""
-    if x is None:
-        return "-"
-    return f"{100 * x:.{digits}f}%"
-
-
-def fmt_size(n: float | None) -> str:
-    return "-" if n is None else human_bytes(n)
-
-
-def fmt_rate(bytes_per_s: float) -> str:
-    return f"{human_bytes(bytes_per_s)}/s" if bytes_per_s > 0 else ""
-
-
-def fmt_duration(s: float | None) -> str:
-    """Seconds -> '1 h 02 min', '46 min 35 s', '2 d 03 h'."""
-    if s is None:
-        return "-"
-    s = round(s)
-    d, rem = divmod(s, 86400)
-    h, rem = divmod(rem, 3600)
-    m, sec = divmod(rem, 60)
-    if d:
-        return f"{d} d {h:02d} h"
-    if h:
-        return f"{h} h {m:02d} min"
-    if m:
-        return f"{m} min {sec:02d} s"
-    return f"{sec} s"
-
-
-def fmt_step(s: int) -> str:
-    if s % 86400 == 0:
-        return f"{s // 86400} d"
-    if s % 3600 == 0:
-        return f"{s // 3600} h"
-    if s % 60 == 0:
-        return f"{s // 60} min"
-    return f"{s} s"
+# the view model and the formatting live in view_model.py and fmt.py; templates, the mail
+# builder and alerts import them from here
+__all__ = ["META_NAMES", "NICE_STEPS", "RATINGS", "READ_COLOUR", "SMALL_IO", "STORM_OPS",
+           "WRITE_COLOUR", "Advice", "Chart", "ChartRow", "JobView", "MetaRow", "Provenance",
+           "QualityRow", "TargetRow", "Thresholds", "advice", "build_view", "chart",
+           "fmt_count", "fmt_duration", "fmt_pct", "fmt_rate", "fmt_si", "fmt_size",
+           "fmt_step", "metadata_rows", "node_hours", "provenance", "quality_rows", "subject",
+           "target_rows"]
 
 
 def _clean(text: Any, limit: int = 80) -> str:
@@ -469,7 +287,7 @@ def _metadata_advice(r: dict[str, Any], t: Thresholds) -> Advice | None:
     return Advice("metadata", "Heavy metadata load", finding, tuple(tips))
 
 
-def advice(r: dict[str, Any], t: Thresholds = Thresholds()) -> tuple[Advice, ...]:
+def advice(r: dict[str, Any], t: Thresholds = _THRESHOLDS) -> tuple[Advice, ...]:
     """Plain advice for a poor I/O pattern; empty for a healthy job."""
     found = [_small_io_advice(r, "write", t), _small_io_advice(r, "read", t),
              _metadata_advice(r, t)]
@@ -545,7 +363,7 @@ def _nodes_text(nodes: Sequence[str], limit: int = 8) -> str:
     return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
 
 
-def build_view(rep: Any, thresholds: Thresholds = Thresholds(), *,
+def build_view(rep: Any, thresholds: Thresholds = _THRESHOLDS, *,
                resolution: float = 120.0, max_rows: int = 24, top_targets: int = 5) -> JobView:
     """The view model of one job report: a report.jobreport.JobReport (its times are used as
     they are), or its JSON form (a job_report dict or one like it)."""

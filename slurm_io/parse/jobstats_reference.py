@@ -23,7 +23,7 @@ scalar fields (ignored), unparseable lines, duplicate ids in a target.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,7 +219,7 @@ def read_entries(target: str, base: int, text: str) -> EntryBlock:
 
 
 def _read_counter(cur: _Pending, name: str, fields: dict[str, Any] | None,
-                  problem: Any) -> None:
+                  problem: Callable[[str], None]) -> None:
     """Add one counter line to the entry, or mark the entry broken saying why."""
     if fields is None or "samples" not in fields:
         problem(f"malformed counter {name!r}")

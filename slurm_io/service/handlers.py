@@ -19,8 +19,8 @@ from typing import Any
 import psycopg
 from psycopg import errors, sql
 
-from slurm_io.cli.app import JOBID_ARG
 from slurm_io.config import Config
+from slurm_io.jobs.spec import JOBID_ARG
 from slurm_io.service.protocol import SCHEMA
 
 
