@@ -82,7 +82,7 @@ def _context(lib: Any, socket: str | None) -> int:
     ctx = lib.munge_ctx_create()
     if not ctx:
         raise LibMungeError("Failed to create a MUNGE context (out of memory)")
-    if socket is not None:
+    if socket:  # as the binaries: no socket or "" is munge's default
         err = lib.munge_ctx_set(ctypes.c_void_p(ctx), ctypes.c_int(OPT_SOCKET),
                                 ctypes.c_char_p(socket.encode()))
         if err != EMUNGE_SUCCESS:
