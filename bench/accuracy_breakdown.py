@@ -109,7 +109,10 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
         shown = ("its I/O phase shown by id on OSTs" if ost > 0 else
                  "phase shown by id on MDT only" if mdt > 0 else
                  "phase wholly blind (no id anywhere)")
-        for cause in (f"rule={s.rule}", shown, f"candidates={min(n, 4)}{'+' if n >= 4 else ''}",
+        for cause in (f"rule={s.rule}", shown,
+                      "read interval > 10 min" if b - a > 600
+                      else "read interval <= 10 min",
+                      f"candidates={min(n, 4)}{'+' if n >= 4 else ''}",
                       f"kind={'MDT' if '-MDT' in target else 'OST'}",
                       "same array" if len(arrays) == 1 and None not in arrays
                       else "different submissions",

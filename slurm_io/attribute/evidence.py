@@ -138,7 +138,11 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return None
     a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
     kind = target_kind(d.target)
-    seen = [c for c in active if evidence.seen(d.node, c.job, kind, a, b)]
+    # printing its id "then" means after the blind entry was created (start_time, when it
+    # was created inside the interval): a job whose own entry was last updated before that
+    # printed its id until the ids went missing, and may well own the blind part after it
+    created = effective(d, created=True)[0]
+    seen = [c for c in active if evidence.seen(d.node, c.job, kind, a, b, after=created)]
     if seen and len(seen) < len(active):
         # the seen ones printed their own id then: the blind delta is the others'
         unseen = [c for c in active if c not in seen]

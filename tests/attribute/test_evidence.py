@@ -251,3 +251,24 @@ def test_without_rates_the_job_whose_metadata_activity_rose_gets_the_blind_bytes
            row(4000, 4120, job=2, target=mdt, opens=40))
     s = split(row(4000, 4120, wb=500), WRITE, [A, B], e, [], now=20000)
     assert s.rule == EVIDENCE and s.fractions == {1: 0.0, 2: 1.0}
+
+
+def test_a_job_that_printed_its_id_only_until_the_blind_entry_was_created_may_own_it():
+    # job 1's own entry was last updated at 4030; the `:uid:host` entry was created at 4060
+    # (start_time): job 1 printed its id until the ids went missing, which does not rule it
+    # out. By the rates around (300 and 100 per read) it gets 3/4 of the 150 blind bytes,
+    # where "seen during the interval" alone would have given all of them to job 2 (which
+    # opened files on the MDT then: both did I/O in that interval)
+    busy2 = row(4000, 4120, job=2, target="fs-MDT0000", opens=5)
+    e = ev(*direct_around(1, 3400, 4720, per_read=300), row(4000, 4120, job=1, wb=150,
+                                                            last=4030),
+           *direct_around(2, 3400, 4720, per_read=100), busy2)
+    blind = row(4000, 4120, wb=150)._replace(entry_start=4060.0)
+    s = split(blind, WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[1] == pytest.approx(0.75) and s.fractions[2] == pytest.approx(0.25)
+    # the same row updated after the blind entry was created: job 1 was printing its id then
+    e2 = ev(*direct_around(1, 3400, 4720, per_read=300), row(4000, 4120, job=1, wb=150,
+                                                             last=4100),
+            *direct_around(2, 3400, 4720, per_read=100), busy2)
+    assert split(blind, WRITE, [A, B], e2, [], now=20000).fractions == {1: 0.0, 2: 1.0}

@@ -168,6 +168,30 @@ def test_same_seed_gives_byte_identical_files_even_in_another_process(tmp_path: 
     assert a["sacct.txt"] != c["sacct.txt"]
 
 
+def test_the_oracle_adds_a_file_and_changes_nothing_else(tmp_path: Path) -> None:
+    # the accuracy breakdown's oracle: every `:uid:host` increment with its true job; the
+    # files the collector reads and the truth stay byte-identical with or without it
+    simulate(tmp_path / "a", **SMALL)
+    simulate(tmp_path / "b", **SMALL, oracle=True)
+    a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
+    assert b.pop("oracle.jsonl") and a == b
+    truth = json.loads(a["truth.json"])["jobs"]
+    by_job: dict[int, int] = defaultdict(int)
+    for line in (tmp_path / "b" / "oracle.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if isinstance(row, list):
+            _t, _target, node, uid, job, rb, wb, _md, _phase = row
+            assert node in truth[str(job)]["nodes"] and uid == truth[str(job)]["uid"]
+            by_job[job] += rb + wb
+    assert by_job
+    for job, nbytes in by_job.items():
+        t = truth[str(job)]
+        missing = t["by_class"].get("job_missing", {})
+        seen = missing.get("read_bytes", 0) + missing.get("write_bytes", 0)
+        lost = t["lost_in_lustre"]["read_bytes"] + t["lost_in_lustre"]["write_bytes"]
+        assert seen <= nbytes <= seen + lost  # generated = visible + lost in Lustre
+
+
 def test_simulate_refuses_a_non_empty_output_directory(tmp_path: Path) -> None:
     (tmp_path / "stale.txt").write_text("x")
     with pytest.raises(FileExistsError):
