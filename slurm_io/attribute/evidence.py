@@ -8,7 +8,8 @@ after the blind stretch: the collectors keep reading the jobs' own entries whene
 intact. The rule, per delta and per facet (read bytes, write bytes, other operations):
 
 0. A candidate seen moving data by its own id on that node and target kind during the delta's
-   interval was printing its id then: when some candidates were seen and others not, the
+   interval, its entry updated after the blind entry was created (start_time), was
+   printing its id then: when some candidates were seen and others not, the
    delta is divided among the others only (by the rules below, or by time among them).
    Likewise, when some candidates did I/O by their id on the other target kind then (a job
    in an I/O phase opens and closes files) and others did none, the delta goes to the busy.
@@ -25,13 +26,13 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
-   idle around it. Where a candidate was never
-   observed (its run lies wholly in blind time) or no candidate moved that facet in the
-   window, the split falls back to time overlap.
+   idle around it. Where a candidate was never observed (its run lies wholly in blind
+   time) or no candidate moved that facet in the window, a rise of the candidates'
+   activity on the other target kind during the delta divides it (_surprise), else the
+   split falls back to time overlap.
 
 Every function here is pure; attribute.core calls them and records which rule gave what.
 """
-
 
 from __future__ import annotations
 
