@@ -32,8 +32,11 @@ def _call(cfg: Config, method: str, path: str, params: list[tuple[str, str]]) ->
 
 
 def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | None,
-               end: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+               end: float | None, clusters: str | None = None
+               ) -> tuple[list[dict[str, Any]], list[str]]:
     params = [("jobid", j) for j in jobids]
+    if clusters is not None:
+        params.append(("clusters", clusters))
     if user:
         params.append(("user", user))
         if start is not None:

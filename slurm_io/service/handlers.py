@@ -76,7 +76,7 @@ def _float(params: dict[str, list[str]], key: str) -> float | None:
 
 def show(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
          ) -> dict[str, Any]:
-    from slurm_io.report.show_docs import show_documents
+    from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
 
     specs = params.get("jobid", [])
     for spec in specs:
@@ -85,9 +85,14 @@ def show(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
     user = (params.get("user") or [None])[0]
     if not specs and not user:
         raise Refused(400, "give jobid=..., or user=...")
-    reports, missing = show_documents(conn, specs, user, _float(params, "start"),
-                                      _float(params, "end"), now=time.time(),
-                                      resolution=cfg.interval)
+    clusters = (params.get("clusters") or [None])[0]
+    try:
+        reports, missing = show_documents(
+            conn, specs, user, _float(params, "start"), _float(params, "end"), now=time.time(),
+            resolution=cfg.interval, clusters=parse_clusters(clusters),
+            all_clusters=clusters is not None and parse_clusters(clusters) is None)
+    except AmbiguousJob as e:
+        raise Refused(409, str(e)) from None
     return {"schema": SCHEMA, "jobs": reports, "missing": missing}
 
 

@@ -329,7 +329,7 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
         with psycopg.connect(lab.dsn) as conn:
             rows = {j: (s, e, sluid) for j, s, e, sluid in conn.execute(
                 "SELECT job, extract(epoch FROM start_time)::float8, "
-                "extract(epoch FROM end_time)::float8, sluid FROM job WHERE job = ANY(%s)",
+                "extract(epoch FROM end_time)::float8, sluid FROM job WHERE job_raw = ANY(%s)",
                 (ran,))}
         return rows if all(None not in rows[j][:2] for j in ran) else None
 

@@ -35,7 +35,7 @@ def _builder(lookup=lambda job: None, **cfg) -> MailBuilder:
 
 
 def _user(conn, job: int) -> tuple[str, int]:
-    return conn.execute("SELECT user_name, uid FROM job WHERE job = %s", (job,)).fetchone()
+    return conn.execute("SELECT user_name, uid FROM job WHERE job_raw = %s", (job,)).fetchone()
 
 
 @pytest.fixture(autouse=True)
