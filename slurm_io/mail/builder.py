@@ -120,7 +120,8 @@ class MailBuilder:
 
     # -- the protocol ------------------------------------------------------------------------
     def build(self, conn: psycopg.Connection, job: int) -> EmailMessage | None:
-        """The mail for job `job` (JobIDRaw), or None when no mail is due."""
+        """The mail for job row `job` (the row key, as report_queue holds it; sql/0020), or
+        None when no mail is due."""
         s = self.settings
         if s.policy == "off":
             return None
