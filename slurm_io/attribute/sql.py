@@ -16,7 +16,7 @@ import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobIO, JobWindow, attribute
 from slurm_io.attribute.evidence import WINDOWS
-from slurm_io.attribute.owners import Claimant, owner
+from slurm_io.attribute.shared_ids import own_deltas
 from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
 from slurm_io.store.bulk import copy_rows
 
@@ -153,39 +153,10 @@ def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: flo
     return [_info(r) for r in conn.execute(q + " ORDER BY start_time, job", args)]
 
 
-def claimants(conn: psycopg.Connection, raw: int) -> list[Claimant]:
-    """Every job row (cluster, run) with raw id `raw`."""
-    return [Claimant(*r) for r in conn.execute(
-        "SELECT job, cluster, extract(epoch FROM start_time)::float8, "
-        "extract(epoch FROM end_time)::float8 FROM job WHERE job_raw = %s", (raw,))]
-
-
-def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, frozenset[str]]:
-    """node -> the clusters whose jobs ran on it (cluster_host), for `nodes`."""
-    out: dict[str, set[str]] = {}
-    for name, cluster in conn.execute(
-            "SELECT h.name, c.cluster FROM cluster_host c JOIN host h USING (host_id) "
-            "WHERE h.name = ANY(%s)", (nodes,)):
-        out.setdefault(name, set()).add(cluster)
-    return {k: frozenset(v) for k, v in out.items()}
-
-
 def direct_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
     """Deltas naming the job's raw id; where other rows share it (another cluster, another
-    run), only those attribute.owners gives this row."""
-    rows = _deltas_naming(conn, j, now)
-    if not rows:
-        return rows
-    rivals = claimants(conn, j.raw_id)
-    if len(rivals) <= 1 and conn.execute(
-            "SELECT count(*) <= 1 FROM (SELECT DISTINCT cluster FROM cluster_host) c"
-            ).fetchone() == (True,):
-        return rows
-    if not any(c.key == j.job for c in rivals):
-        rivals.append(Claimant(j.job, j.cluster or "", j.start, j.end))
-    where = node_clusters(conn, sorted({d.node for d in rows if d.node is not None}))
-    return [d for d in rows
-            if owner(d.node, d.ts_start, d.ts_end, rivals, where, now) == j.job]
+    run), only those attribute.owners gives this row (attribute.shared_ids)."""
+    return own_deltas(conn, j, _deltas_naming(conn, j, now), now)
 
 
 def _deltas_naming(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:

@@ -47,8 +47,10 @@ def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | 
     return doc["jobs"], doc["missing"]
 
 
-def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None) -> None:
-    messages = _call(cfg, "GET", "/v1/report", [("jobid", jobid)])["messages"]
+def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None,
+           clusters: str | None = None) -> None:
+    params = [("jobid", jobid)] + ([("clusters", clusters)] if clusters is not None else [])
+    messages = _call(cfg, "GET", "/v1/report", params)["messages"]
     if not messages:
         raise click.ClickException(f"job {jobid}: no such job (or not yours)")
     if eml or html:

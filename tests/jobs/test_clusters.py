@@ -144,3 +144,13 @@ def test_show_asks_for_clusters_when_an_id_names_two_and_follows_dash_m(two_clus
         ("alpha", 3000), ("beta", 1000)]
     text = jobio("show", "-M", "alpha", "5", env=env)
     assert text.returncode == 0 and "cluster alpha" in text.stdout
+
+
+def test_report_asks_for_clusters_too_and_mails_the_named_clusters_job(two_clusters):
+    with psycopg.connect(two_clusters) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+    env = {"SLURM_IO_DSN": two_clusters}
+    assert_one_line_error(jobio("report", "5", env=env), "alpha, beta", "-M")
+    one = jobio("report", "-M", "beta", "5", env=env)
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith("Subject: [slurm-io] job 5 (")
