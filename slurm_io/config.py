@@ -27,6 +27,9 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     dsn: str | None = None
+    # ClusterName given to job records that carry none (old sacct text, pyslurm); stored in
+    # the database by `jobio db upgrade` (sql/0020). The hook and sacct name their cluster.
+    cluster: str | None = None
     state_dir: Path = field(default_factory=default_state_dir)
     # collector
     command: str = DEFAULT_COMMAND
@@ -138,6 +141,7 @@ def _byte_size(value: int | str) -> int:
 
 _KEYS: dict[str, tuple[str, Any]] = {
     "dsn": ("dsn", str),
+    "cluster": ("cluster", str),
     "state_dir": ("state_dir", Path),
     "collect.command": ("command", str),
     "collect.interval": ("interval", float),

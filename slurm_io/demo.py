@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from slurm_io.attribute.sql import attribute_jobs, find_jobs, pending_jobs
+from slurm_io.attribute.sql import attribute_jobs, job_by_key, pending_jobs
 from slurm_io.collect import daemon
 from slurm_io.config import Config
 from slurm_io.jobs.sacct import parse_sacct
@@ -155,7 +155,8 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
                            ("a job sharing a node with another job of its user", amb)):
             if row is None:
                 continue
-            (info,) = [i for i in find_jobs(conn, str(row[0])) if i.job == row[0]]
+            info = job_by_key(conn, row[0])
+            assert info is not None
             echo("")
             echo(f"jobio {info.jobid}   # {title}")
             echo(render_job(job_report(conn, info, now=DEMO_START + 30 * 86400), targets=True))

@@ -238,3 +238,5 @@ class JobRecord(NamedTuple):
     source: str  # "sacct", "hook", "pyslurm", "import"
     # Slurm's unique id of the job run (SLUID, 25.11+ hook env; 24.11+ text sacct); None before
     sluid: str | None = None
+    # ClusterName (SLURM_CLUSTER_NAME, sacct's Cluster); None: the database's default cluster
+    cluster: str | None = None

@@ -18,7 +18,7 @@ _SUMS = ", ".join(f"coalesce(sum(d.{col}), 0)::float8" for col in SUM_COLUMNS.va
 # The jobs running at the moment (started, not ended before it), with their own deltas of the
 # window summed per filesystem and target kind. The BRIN index on ts_end finds the window.
 WINDOW_SQL = (
-    "WITH running AS (SELECT job FROM job WHERE start_time <= %(hi)s "
+    "WITH running AS (SELECT job_raw AS job FROM job WHERE start_time <= %(hi)s "
     "  AND (end_time IS NULL OR end_time > %(hi)s)) "
     "SELECT d.job, t.fs, t.kind, "
     "count(DISTINCT d.ts_end) FILTER (WHERE d.write_bytes_samples > 0), "
@@ -42,8 +42,11 @@ def running_windows(conn: psycopg.Connection, lo: float, hi: float) -> list[JobW
     rows = conn.execute(WINDOW_SQL, {"lo": _ts(lo), "hi": _ts(hi)}).fetchall()
     jobs = sorted({r[0] for r in rows})
     meta = {r[0]: r[1:] for r in conn.execute(
-        "SELECT job, jobid, uid, user_name, account, name, nodes, "
-        "extract(epoch FROM start_time)::float8 FROM job WHERE job = ANY(%s)", (jobs,))}
+        # deltas name raw ids; alert_log keeps them (a raw id two clusters share: the
+        # latest row's job record is shown)
+        "SELECT job_raw, jobid, uid, user_name, account, name, nodes, "
+        "extract(epoch FROM start_time)::float8 FROM job WHERE job_raw = ANY(%s) "
+        "ORDER BY start_time NULLS FIRST", (jobs,))}
     for job, fs, kind, n_write, until, *vals in rows:
         if job not in wins:
             jobid, uid, user, account, name, nodes, start = meta[job]

@@ -34,7 +34,7 @@ def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
     if splits is None:
         splits = {}
     for job_id, t in truth.items():
-        infos = [i for i in find_jobs(conn, job_id) if str(i.job) == job_id]
+        infos = [i for i in find_jobs(conn, job_id) if str(i.raw_id) == job_id]
         if not infos:
             continue
         io = attribute_job(conn, infos[0].window, now=now, splits=splits, evidence=evidence)

@@ -62,11 +62,17 @@ class DeltaRow(NamedTuple):
 
 
 class JobWindow(NamedTuple):
-    job: int
+    job: int  # the row key (sql/0020)
     uid: int | None
     nodes: tuple[str, ...]
     start: float | None
     end: float | None  # None: still running
+    raw: int | None = None  # JobIDRaw, what deltas name; None: the key is the raw id
+    cluster: str | None = None
+
+    @property
+    def raw_id(self) -> int:
+        return self.job if self.raw is None else self.raw
 
 
 class Share(NamedTuple):
@@ -207,19 +213,19 @@ def evidence_index(job: JobWindow, direct: Sequence[DeltaRow], competitors: Sequ
                    others: Iterable[DeltaRow]) -> Evidence:
     """What each candidate did by its own id: the job's direct deltas and `others` (deltas
     naming the competitors), by node."""
-    nodes = {c.job: c.nodes for c in competitors}
-    nodes[job.job] = job.nodes
+    by_raw = {c.raw_id: c for c in competitors if c.job != job.job}  # deltas name raw ids
     rows = []
     for d in direct:
         n = _node_of(d, job.nodes)
         if n is not None:
             rows.append((job.job, n, d))
     for d in others:
-        if d.job is None or d.job == job.job or d.job not in nodes:
+        c = None if d.job is None or d.job == job.raw_id else by_raw.get(d.job)
+        if c is None:
             continue
-        n = _node_of(d, nodes[d.job])
+        n = _node_of(d, c.nodes)
         if n is not None:
-            rows.append((d.job, n, d))
+            rows.append((c.job, n, d))
     return Evidence(rows)
 
 

@@ -17,6 +17,7 @@ import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobIO, JobWindow, attribute
 from slurm_io.attribute.evidence import WINDOWS
+from slurm_io.attribute.shared_ids import own_deltas
 from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
 from slurm_io.store.bulk import copy_rows
 
@@ -60,10 +61,18 @@ class JobInfo(NamedTuple):
     work_dir: str | None
     submit_line: str | None
     sluid: str | None = None  # Slurm 24.11+ (sacct), 25.11+ (hook env)
+    raw: int | None = None  # JobIDRaw (job is the row key, sql/0020); None: same as job
+    cluster: str | None = None
+    run: int = 0  # 0: first run, n: after the n-th requeue
+
+    @property
+    def raw_id(self) -> int:
+        return self.job if self.raw is None else self.raw
 
     @property
     def window(self) -> JobWindow:
-        return JobWindow(self.job, self.uid, self.nodes, self.start, self.end)
+        return JobWindow(self.job, self.uid, self.nodes, self.start, self.end, self.raw_id,
+                         self.cluster)
 
 
 def _ts(t: float | None) -> datetime | None:
@@ -106,26 +115,43 @@ def delta_rows(cur: psycopg.Cursor) -> list[DeltaRow]:
 
 _JOB_COLS = ("job, jobid, uid, user_name, account, partition, name, nodes, "
              "extract(epoch FROM start_time)::float8, extract(epoch FROM end_time)::float8, "
-             "state, exit_code, work_dir, submit_line, sluid")
+             "state, exit_code, work_dir, submit_line, sluid, job_raw, cluster, run")
 
 
 def _info(r: tuple) -> JobInfo:
     return JobInfo(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7] or ()), r[8], r[9],
-                   r[10], r[11], r[12], r[13], r[14])
+                   r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17])
 
 
-def find_jobs(conn: psycopg.Connection, spec: str) -> list[JobInfo]:
+def find_jobs(conn: psycopg.Connection, spec: str, clusters: list[str] | None = None
+              ) -> list[JobInfo]:
     """Jobs named like sacct -j: `123` (a job, every task of array 123, every component of
-    het job 123), `5_1` (one task), `1853+1` (one het component); a `.step` is ignored."""
+    het job 123), `5_1` (one task), `1853+1` (one het component); a `.step` is ignored.
+    Every cluster's and every run's rows, unless `clusters` (sacct -M) narrows them."""
     base = spec.split(".", 1)[0]
+    where = "" if clusters is None else " AND cluster = ANY(%(c)s)"
     if "_" in base or "+" in base:
-        rows = conn.execute(f"SELECT {_JOB_COLS} FROM job WHERE jobid = %s", (base,))
+        rows = conn.execute(f"SELECT {_JOB_COLS} FROM job WHERE jobid = %(s)s{where} "
+                            "ORDER BY cluster, run", {"s": base, "c": clusters})
     else:
         n = int(base)
         rows = conn.execute(
-            f"SELECT {_JOB_COLS} FROM job WHERE job = %s OR array_job = %s OR jobid LIKE %s "
-            "ORDER BY array_job NULLS FIRST, jobid <> %s, job", (n, n, f"{n}+%", str(n)))
+            f"SELECT {_JOB_COLS} FROM job WHERE (job_raw = %(n)s OR array_job = %(n)s "
+            f"OR jobid LIKE %(p)s){where} ORDER BY cluster, array_job NULLS FIRST, "
+            "jobid <> %(s)s, job_raw, run", {"n": n, "p": f"{n}+%", "s": str(n), "c": clusters})
     return [_info(r) for r in rows]
+
+
+def job_by_key(conn: psycopg.Connection, key: int) -> JobInfo | None:
+    """The job row with row key `key` (report_queue, job_io and the others hold keys)."""
+    r = conn.execute(f"SELECT {_JOB_COLS} FROM job WHERE job = %s", (key,)).fetchone()
+    return None if r is None else _info(r)
+
+
+def raw_ids(conn: psycopg.Connection, keys: list[int]) -> list[int]:
+    """The distinct raw ids (what sacct -j takes) of the rows `keys`."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT job_raw FROM job WHERE job = ANY(%s) ORDER BY 1", (keys,))]
 
 
 def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: float
@@ -141,8 +167,14 @@ def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: flo
 
 
 def direct_deltas(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
+    """Deltas naming the job's raw id; where other rows share it (another cluster, another
+    run), only those attribute.owners gives this row (attribute.shared_ids)."""
+    return own_deltas(conn, j, _deltas_naming(conn, j, now), now)
+
+
+def _deltas_naming(conn: psycopg.Connection, j: JobWindow, now: float) -> list[DeltaRow]:
     q = DELTA_SELECT + "WHERE d.job = %s"
-    args: list[Any] = [j.job]
+    args: list[Any] = [j.raw_id]
     if j.start is not None:
         q += " AND d.ts_end >= %s"
         args.append(_ts(j.start - MARGIN))
@@ -183,17 +215,19 @@ def competitors(conn: psycopg.Connection, j: JobWindow, lo: float, hi: float
     """Jobs of the same uid with a node in common that ran during [lo, hi]."""
     rows = conn.execute(
         "SELECT j.job, j.uid, j.nodes, extract(epoch FROM j.start_time)::float8, "
-        "extract(epoch FROM j.end_time)::float8 FROM job j WHERE j.job IN ("
+        "extract(epoch FROM j.end_time)::float8, j.job_raw, j.cluster FROM job j "
+        "WHERE j.job IN ("
         " SELECT jn.job FROM job_node jn JOIN host h USING (host_id)"
         " WHERE h.name = ANY(%s) AND jn.uid = %s AND jn.start_time < %s"
         " AND coalesce(jn.end_time, 'infinity') > %s)",
         (list(j.nodes), j.uid, _ts(hi), _ts(lo))).fetchall()
-    return [JobWindow(r[0], r[1], tuple(r[2] or ()), r[3], r[4]) for r in rows]
+    return [JobWindow(r[0], r[1], tuple(r[2] or ()), r[3], r[4], r[5], r[6]) for r in rows]
 
 
 def evidence_deltas(conn: psycopg.Connection, jobs: list[int], lo: float, hi: float
                     ) -> list[DeltaRow]:
-    """Deltas naming any of `jobs` that end in [lo, hi]: what they did by their own id."""
+    """Deltas naming any of the raw ids `jobs` that end in [lo, hi]: what they did by their
+    own id."""
     if not jobs:
         return []
     with conn.cursor() as cur:
@@ -215,7 +249,7 @@ def attribute_job(conn: psycopg.Connection, j: JobWindow, *, now: float | None =
     if rec:
         lo, hi = min(d.ts_start for d in rec), max(d.ts_end for d in rec)
         comp = competitors(conn, j, lo, hi)
-        others = [c.job for c in comp if c.job != j.job]
+        others = [c.raw_id for c in comp if c.job != j.job]
         if others and evidence:
             rec = recovered_deltas(conn, j, now, w=WINDOWS[-1])
             ev = evidence_deltas(conn, others, lo - WINDOWS[-1], hi + WINDOWS[-1] + MARGIN / 24)

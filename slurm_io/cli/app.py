@@ -148,7 +148,7 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
 
     conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
     if upgrade:
-        migrate.upgrade(conn)
+        migrate.upgrade(conn, settings=migrate.config_settings(cfg))
     return conn
 
 

@@ -24,7 +24,7 @@ def db_upgrade(cfg: Config) -> None:
     from slurm_io.store import db, migrate
 
     with db.connect(cfg.dsn, state_dir=cfg.state_dir) as conn:
-        applied = migrate.upgrade(conn)
+        applied = migrate.upgrade(conn, settings=migrate.config_settings(cfg))
         version = migrate.current_version(conn)
     for name in applied:
         click.echo(f"applied {name}")

@@ -91,8 +91,11 @@ def mail_status(cfg: Config, user: str | None) -> None:
               help="Write the whole mail (multipart, opens in a mail client) to FILE.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the mail's HTML part (opens in a browser) to FILE.")
+@click.option("-M", "--clusters", help="The job of these clusters (a,b or all), as sacct -M; "
+              "needed when the id exists on several clusters.")
 @click.pass_obj
-def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None) -> None:
+def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None,
+               clusters: str | None) -> None:
     """A job's I/O mail, mailed or not: its text on the terminal, or --eml/--html files.
 
     The report the site mails at a job's end (figures, timeline, I/O quality, advice); see
@@ -103,18 +106,23 @@ def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None
     if cfg.server:
         from slurm_io.client.commands import report as client_report
 
-        client_report(cfg, jobid, eml, html_file)
+        client_report(cfg, jobid, eml, html_file, clusters)
         return
     from slurm_io.attribute.sql import find_jobs
     from slurm_io.mail.builder import MailBuilder, text_part
     from slurm_io.mail.outbox import write_message
+    from slurm_io.report.show_docs import parse_clusters
 
     try:
         builder = MailBuilder(cfg)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
     with connect_db(cfg, upgrade=False) as conn:
-        infos = find_jobs(conn, jobid)
+        infos = find_jobs(conn, jobid, parse_clusters(clusters))
+        names = sorted({i.cluster or "" for i in infos})
+        if clusters is None and len(names) > 1:
+            raise click.UsageError(f"job {jobid} exists on clusters {', '.join(names)}: name "
+                                   f"one with -M/--clusters (e.g. -M {names[0]})")
         if len(infos) > 1 and (eml or html_file):
             raise click.UsageError(f"{jobid} is an array of {len(infos)} jobs: name one task "
                                    f"(e.g. {infos[0].jobid}) to write files")

@@ -75,10 +75,12 @@ def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool
 @click.option("-n", "--noheader", is_flag=True)
 @click.option("--targets", is_flag=True, help="Add the per-target view.")
 @click.option("--timeline", is_flag=True, help="Add the timeline (collector resolution).")
+@click.option("-M", "--clusters", help="Jobs of these clusters (a,b or all), as sacct -M; "
+              "needed when a job id exists on several clusters.")
 @click.pass_obj
 def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str | None,
          endtime: str | None, as_json: bool, parsable: bool, fmt: str | None, noheader: bool,
-         targets: bool, timeline: bool) -> None:
+         targets: bool, timeline: bool, clusters: str | None) -> None:
     """A job's I/O: totals, per target, timeline, quality. `jobio JOBID` is short for this.
 
     JOBID as in sacct -j: 123 (with an array's tasks or a het job's components), one task
@@ -108,13 +110,18 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     if cfg.server:
         from slurm_io.client.commands import fetch_show
 
-        reports, missing = fetch_show(cfg, list(jobids), user, start, end)
+        reports, missing = fetch_show(cfg, list(jobids), user, start, end, clusters)
     else:
-        from slurm_io.report.show_docs import show_documents
+        from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
 
         with connect_db(cfg, upgrade=False) as conn:
-            reports, missing = show_documents(conn, list(jobids), user, start, end, now=now,
-                                              resolution=cfg.interval)
+            try:
+                reports, missing = show_documents(
+                    conn, list(jobids), user, start, end, now=now, resolution=cfg.interval,
+                    clusters=parse_clusters(clusters),
+                    all_clusters=clusters is not None and parse_clusters(clusters) is None)
+            except AmbiguousJob as e:
+                raise click.UsageError(str(e)) from None
     if as_json:
         click.echo(json.dumps(reports, indent=2, sort_keys=True))
     elif parsable:

@@ -32,8 +32,11 @@ def _call(cfg: Config, method: str, path: str, params: list[tuple[str, str]]) ->
 
 
 def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | None,
-               end: float | None) -> tuple[list[dict[str, Any]], list[str]]:
+               end: float | None, clusters: str | None = None
+               ) -> tuple[list[dict[str, Any]], list[str]]:
     params = [("jobid", j) for j in jobids]
+    if clusters is not None:
+        params.append(("clusters", clusters))
     if user:
         params.append(("user", user))
         if start is not None:
@@ -44,8 +47,10 @@ def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | 
     return doc["jobs"], doc["missing"]
 
 
-def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None) -> None:
-    messages = _call(cfg, "GET", "/v1/report", [("jobid", jobid)])["messages"]
+def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None,
+           clusters: str | None = None) -> None:
+    params = [("jobid", jobid)] + ([("clusters", clusters)] if clusters is not None else [])
+    messages = _call(cfg, "GET", "/v1/report", params)["messages"]
     if not messages:
         raise click.ClickException(f"job {jobid}: no such job (or not yours)")
     if eml or html:

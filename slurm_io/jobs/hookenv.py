@@ -63,6 +63,7 @@ def record_from_hook_env(env: Mapping[str, str]) -> JobRecord:
         submit_line=None,
         source="hook",
         sluid=_value(env, "SLURM_JOB_SLUID"),  # 25.11+
+        cluster=_value(env, "SLURM_CLUSTER_NAME"),
     )
 
 

@@ -35,6 +35,7 @@ from typing import NamedTuple
 from slurm_io.jobs import fields
 from slurm_io.jobs.fields import RecordError
 from slurm_io.jobs.nodes import NodeListError, expand_nodes
+from slurm_io.jobs.runs import latest_per_run
 from slurm_io.model import JobRecord
 from slurm_io.store.problems import Problem
 from slurm_io.text import display
@@ -43,7 +44,7 @@ from slurm_io.text import display
 # likely to contain `|` or a newline, and trailing text is the easiest to put back.
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID", "JobIDRaw", "JobName", "User", "UID", "Account", "Partition", "State",
-    "ExitCode", "Submit", "Start", "End", "NNodes", "NodeList", "WorkDir", "SubmitLine",
+    "ExitCode", "Submit", "Start", "End", "NNodes", "NodeList", "WorkDir", "Cluster", "SubmitLine",
 )
 # The same for a sacct that knows SLUID (24.11+; 22.05 refuses an unknown field): before the
 # free text, so that SubmitLine stays last.
@@ -132,9 +133,9 @@ def parse_sacct_text(text: str, *, source: str = "import",
     parser = _RecordParser(header, source, tz)
     problems: list[str] = []
     refused: list[Problem] = []
-    allocations: dict[int, JobRecord] = {}
-    steps: dict[int, list[tuple[str, JobRecord]]] = {}
-    order: dict[int, None] = {}  # jobs in order of first appearance
+    allocations: dict[tuple[str | None, int], list[JobRecord]] = {}
+    steps: dict[tuple[str | None, int], list[tuple[str, JobRecord]]] = {}
+    order: dict[tuple[str | None, int], None] = {}  # jobs in order of first appearance
     n_records = 0
     for lineno, record in _records(lines[first + 1:], first + 2, header, trailing_bar):
         n_records += 1
@@ -147,12 +148,15 @@ def parse_sacct_text(text: str, *, source: str = "import",
             continue
         if warning:
             problems.append(f"line {lineno}: {warning}: {_snip(record)}")
-        order.setdefault(rec.job)
-        if step is None:
-            allocations[rec.job] = rec  # a repeated job (sacct -D): the later line wins
+        key = (rec.cluster, rec.job)
+        order.setdefault(key)
+        if step is None:  # a repeated line of one run: the later wins; a requeued job's
+            allocations.setdefault(key, []).append(rec)  # runs (sacct -D) stay apart
         else:
-            steps.setdefault(rec.job, []).append((step, rec))
-    jobs = [allocations[j] if j in allocations else _merge_steps(steps[j]) for j in order]
+            steps.setdefault(key, []).append((step, rec))
+    jobs: list[JobRecord] = []
+    for k in order:
+        jobs += latest_per_run(allocations[k]) if k in allocations else [_merge_steps(steps[k])]
     return SacctRead(jobs, refused, problems, n_records, n_records - len(refused))
 
 
@@ -279,6 +283,7 @@ class _RecordParser:
             submit_line=fields.free_text(get("SubmitLine")),
             source=self.source,
             sluid=fields.slurm_text(get("SLUID")),  # 24.11+ (SACCT_FIELDS_SLUID)
+            cluster=fields.slurm_text(get("Cluster")),
         )
         warning = None
         n_nodes = get("NNodes")

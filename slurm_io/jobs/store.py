@@ -29,20 +29,31 @@ import psycopg
 from psycopg import sql
 
 from slurm_io.jobs.hookenv import record_from_hook_env
+from slurm_io.jobs.runs import latest_per_run
 from slurm_io.model import JobRecord
 from slurm_io.store.problems import Problem
 
-__all__ = ["UpsertCounts", "newest_end", "record_from_hook_env", "upsert_isolated",
-           "upsert_job_counts", "upsert_jobs"]
+__all__ = [
+    "UpsertCounts",
+    "job_key",
+    "newest_end",
+    "record_from_hook_env",
+    "upsert_isolated",
+    "upsert_job_counts",
+    "upsert_jobs",
+]
 
-# (job table column, COPY type), in JobRecord field order.
+# (job table column, COPY type), in JobRecord field order. The record's `job` (JobIDRaw)
+# goes to job_raw; the row key `job` is found or made by _ASSIGN_KEYS (sql/0020).
 _COLUMNS: tuple[tuple[str, str], ...] = (
-    ("job", "int8"), ("jobid", "text"), ("array_job", "int8"), ("array_task", "text"),
+    ("job_raw", "int8"), ("jobid", "text"), ("array_job", "int8"), ("array_task", "text"),
     ("uid", "int4"), ("user_name", "text"), ("account", "text"), ("partition", "text"),
     ("name", "text"), ("nodes", "text[]"), ("submit", "float8"), ("start_time", "float8"),
     ("end_time", "float8"), ("state", "text"), ("exit_code", "text"), ("work_dir", "text"),
-    ("submit_line", "text"), ("source", "text"), ("sluid", "text"),
+    ("submit_line", "text"), ("source", "text"), ("sluid", "text"), ("cluster", "text"),
 )
+# Identity of a row: never merged, only matched.
+_IDENTITY = frozenset({"job_raw", "cluster"})
 _TIMES = frozenset({"submit", "start_time", "end_time"})
 # States after which sacct's record of a job no longer changes (on its own).
 ACTIVE_STATES: tuple[str, ...] = (
@@ -74,23 +85,29 @@ def upsert_jobs(conn: psycopg.Connection, records: Iterable[JobRecord]) -> int:
 def upsert_job_counts(conn: psycopg.Connection, records: Iterable[JobRecord]) -> UpsertCounts:
     """As upsert_jobs, telling inserted, updated and unchanged jobs apart.
 
-    Several records of one job (a file with repeated lines) count once: the last one wins.
+    Several records of one job run (a file with repeated lines) count once: the last wins.
     """
-    latest: dict[int, JobRecord] = {}
-    for r in records:
-        latest[r.job] = r
+    latest = latest_per_run(list(records))
     if not latest:
         return UpsertCounts(0, 0, 0)
     with conn.transaction(), conn.cursor() as cur:
-        _load_temp(cur, latest.values())
+        _load_temp(cur, latest)
         cur.execute(sql.SQL(
             "INSERT INTO host (name) SELECT DISTINCT n FROM {}, unnest(nodes) AS n "
             "ORDER BY n ON CONFLICT (name) DO NOTHING").format(_TEMP))
+        cur.execute(sql.SQL("SELECT pg_advisory_xact_lock({})").format(sql.Literal(KEY_LOCK)))
+        for statement in _ASSIGN_KEYS:
+            cur.execute(statement)
         cur.execute(_UPSERT_SQL)
         written = cur.fetchall()
         changed = [job for job, _ in written]
         if changed:
             _sync_job_nodes(cur, changed)
+            cur.execute(sql.SQL(
+                "INSERT INTO cluster_host (cluster, host_id) SELECT DISTINCT t.cluster, "
+                "h.host_id FROM {} t CROSS JOIN LATERAL unnest(t.nodes) AS n(name) "
+                "JOIN host h ON h.name = n.name ORDER BY 1, 2 ON CONFLICT DO NOTHING"
+            ).format(_TEMP))
     inserted = sum(1 for _, ins in written if ins)
     return UpsertCounts(inserted, len(written) - inserted, len(latest) - len(written))
 
@@ -135,10 +152,12 @@ def _out_of_range(r: JobRecord) -> str | None:
     return None
 
 
-def newest_end(conn: psycopg.Connection) -> float | None:
-    """Unix time of the latest job end stored (where an incremental sync resumes)."""
+def newest_end(conn: psycopg.Connection, cluster: str | None = None) -> float | None:
+    """Unix time of the latest job end stored (where an incremental sync resumes), of one
+    cluster when given."""
     with conn.transaction():  # leaves no transaction open behind the caller's back
-        row = conn.execute("SELECT extract(epoch FROM max(end_time))::float8 FROM job"
+        row = conn.execute("SELECT extract(epoch FROM max(end_time))::float8 FROM job "
+                           "WHERE %(c)s::text IS NULL OR cluster = %(c)s", {"c": cluster}
                            ).fetchone()
     return None if row is None or row[0] is None else float(row[0])
 
@@ -150,11 +169,12 @@ def _load_temp(cur: psycopg.Cursor, records: Iterable[JobRecord]) -> None:
     per value, which is most of the client-side cost otherwise.
     """
     cur.execute(sql.SQL(
-        "CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DELETE ROWS").format(
-        _TEMP, sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
-                                  for c, t in _COLUMNS)))
+        "CREATE TEMP TABLE IF NOT EXISTS {} ({}, job int8, run int4) ON COMMIT DELETE ROWS"
+    ).format(_TEMP, sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
+                                       for c, t in _COLUMNS)))
     cur.execute(sql.SQL("TRUNCATE {}").format(_TEMP))  # a caller's earlier call, same txn
-    copy_sql = sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(_TEMP)
+    copy_sql = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        _TEMP, sql.SQL(", ").join(sql.Identifier(c) for c, _ in _COLUMNS))
     with cur.copy(copy_sql) as copy:
         copy.set_types([t for _, t in _COLUMNS])
         write_row = copy.write_row
@@ -184,8 +204,9 @@ def _build_upsert() -> sql.Composed:
         "(EXCLUDED.source = 'hook' AND j.source <> 'hook' AND j.state IS NOT NULL "
         "AND j.end_time IS NOT NULL AND j.state <> ALL({}::text[]))"
     ).format(sql.Literal(list(ACTIVE_STATES)))
-    cols = [c for c, _ in _COLUMNS]
-    merged = {c: _merge_expr(c, keep_old) for c in cols if c != "job"}
+    cols = ["job", "run", *(c for c, _ in _COLUMNS)]
+    merged = {c: _merge_expr(c, keep_old) for c in cols
+              if c not in _IDENTITY and c not in ("job", "run")}
     select = [sql.SQL("to_timestamp({})").format(sql.Identifier(c)) if c in _TIMES
               else sql.Identifier(c) for c in cols]
     return sql.SQL(
@@ -206,6 +227,44 @@ def _build_upsert() -> sql.Composed:
 
 
 _UPSERT_SQL = _build_upsert()
+
+# One writer of job keys at a time (hooks and syncs may bring the same new job at once).
+KEY_LOCK = 0x6A6F626B6579  # 'jobkey'
+
+# The stored run a record is (docs/jobs.md "Several clusters, requeued runs"): same cluster
+# and raw id, and the same SLUID when both have one, else the same start when both have one;
+# of several, the latest run. A record matching none is a new run (key from job_key_seq).
+RUN_MATCH = (
+    "j.cluster = t.cluster AND j.job_raw = t.job_raw AND CASE "
+    "WHEN t.sluid IS NOT NULL AND j.sluid IS NOT NULL THEN j.sluid = t.sluid "
+    "WHEN t.start_time IS NOT NULL AND j.start_time IS NOT NULL "
+    "THEN j.start_time = to_timestamp(t.start_time) ELSE true END")
+_ASSIGN_KEYS = (
+    sql.SQL("UPDATE {} SET cluster = coalesce(cluster, (SELECT value FROM jobio_setting "
+            "WHERE name = 'cluster'), 'default')").format(_TEMP),
+    sql.SQL("UPDATE {} t SET (job, run) = (SELECT j.job, j.run FROM job j WHERE " + RUN_MATCH
+            + " ORDER BY j.run DESC LIMIT 1)").format(_TEMP),
+    # two records matched one stored run (it had no start yet, they do): the later start
+    # keeps it, the others become runs of their own
+    sql.SQL("UPDATE {t} SET job = NULL WHERE ctid IN (SELECT c FROM (SELECT ctid AS c, "
+            "row_number() OVER (PARTITION BY job ORDER BY start_time DESC NULLS LAST) AS k "
+            "FROM {t} WHERE job IS NOT NULL) x WHERE k > 1)").format(t=_TEMP),
+    sql.SQL("WITH n AS (SELECT ctid AS c, row_number() OVER (PARTITION BY cluster, job_raw "
+            "ORDER BY start_time NULLS LAST, sluid) AS k FROM {t} WHERE job IS NULL) "
+            "UPDATE {t} t SET job = nextval('job_key_seq'), run = n.k + coalesce("
+            "(SELECT max(j.run) FROM job j WHERE j.cluster = t.cluster "
+            "AND j.job_raw = t.job_raw), -1) FROM n WHERE t.ctid = n.c").format(t=_TEMP),
+)
+
+
+def job_key(conn: psycopg.Connection, r: JobRecord) -> int | None:
+    """The row key of the stored run `r` is (after upsert_jobs), or None."""
+    row = conn.execute(
+        "SELECT j.job FROM job j, (SELECT coalesce(%s, (SELECT value FROM jobio_setting "
+        "WHERE name = 'cluster'), 'default') AS cluster, %s::bigint AS job_raw, "
+        "%s::text AS sluid, %s::float8 AS start_time) t WHERE " + RUN_MATCH
+        + " ORDER BY j.run DESC LIMIT 1", (r.cluster, r.job, r.sluid, r.start)).fetchone()
+    return None if row is None else int(row[0])
 
 
 def _sync_job_nodes(cur: psycopg.Cursor, jobs: list[int]) -> None:

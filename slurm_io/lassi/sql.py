@@ -81,7 +81,7 @@ MISSING_SQL = (
 )
 CANDIDATES_SQL = (
     "SELECT jn.host_id, j.job, j.uid, j.nodes, extract(epoch FROM j.start_time)::float8, "
-    "extract(epoch FROM j.end_time)::float8 FROM job_node jn JOIN job j USING (job) "
+    "extract(epoch FROM j.end_time)::float8, j.job_raw FROM job_node jn JOIN job j USING (job) "
     "WHERE jn.host_id = ANY(%s) AND jn.start_time < %s "
     "AND coalesce(jn.end_time, 'infinity') > %s"
 )
@@ -171,15 +171,21 @@ def _recover(conn: psycopg.Connection, s: datetime, e: datetime,
             "WHERE jn.host_id = ANY(%s) AND jn.start_time < %s "
             "AND coalesce(jn.end_time, 'infinity') > %s", (hosts, e, _ts(lo)))}
         pairs = {(r[2], r[3]) for r in rows}
-        for host_id, job, uid, nodes, st, en in conn.execute(CANDIDATES_SQL,
-                                                             (hosts, e, _ts(lo))):
+        for host_id, job, uid, nodes, st, en, raw in conn.execute(CANDIDATES_SQL,
+                                                                  (hosts, e, _ts(lo))):
             if job in stored or (host_id, uid) not in pairs:
                 continue
             stored.add(job)
-            io = attribute_job(conn, JobWindow(job, uid, tuple(nodes or ()), st, en), now=now)
+            io = attribute_job(conn, JobWindow(job, uid, tuple(nodes or ()), st, en, raw),
+                               now=now)
             hours += [(job, h, fs, kind, uid, rec) for (h, fs, kind), (_t, rec)
                       in io.hours.items() if rec and start <= h < end]
-    for job, h, fs, kind, uid, rec in hours:
+    # LASSi's job hours are by raw id, as the deltas naming jobs are (DAY_SQL); results are
+    # stored by row key (sql/0020)
+    raw_of = dict(conn.execute("SELECT job, job_raw FROM job WHERE job = ANY(%s)",
+                               (sorted({x[0] for x in hours}),)).fetchall()) if hours else {}
+    for key, h, fs, kind, uid, rec in hours:
+        job = raw_of.get(key, key)
         if h < first:
             continue
         vals = M.metric_values(kind, _sums(rec))
@@ -324,7 +330,8 @@ def job_hours(conn: psycopg.Connection, start: float, end: float) -> list[dict[s
         " coalesce(j.user_name, 'uid ' || h.uid::text), j.name, h.read_kb, h.read_ops, "
         f"h.write_kb, h.write_ops, h.other, {_MD_SUM.replace('md_', 'h.md_')}, h.risk_oss, "
         "h.risk_mds, h.read_kb_ops, h.write_kb_ops, h.risks "
-        "FROM lassi_job_hour h LEFT JOIN job j USING (job) "
+        "FROM lassi_job_hour h LEFT JOIN LATERAL (SELECT jobid, user_name, name FROM job "
+        " WHERE job_raw = h.job ORDER BY start_time DESC NULLS LAST LIMIT 1) j ON true "
         "WHERE h.hour >= %s AND h.hour < %s ORDER BY h.hour, h.fs, h.job",
         (_ts(start), _ts(end))).fetchall()
     keys = ("hour", "fs", "job", "jobid", "user", "name", "read_kb", "read_ops", "write_kb",

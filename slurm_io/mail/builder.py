@@ -27,7 +27,7 @@ from typing import Any
 import jinja2
 import psycopg
 
-from slurm_io.attribute.sql import JobInfo, find_jobs
+from slurm_io.attribute.sql import JobInfo, job_by_key
 from slurm_io.config import Config, ConfigError
 from slurm_io.mail import preferences
 from slurm_io.mail.recipients import (
@@ -120,7 +120,8 @@ class MailBuilder:
 
     # -- the protocol ------------------------------------------------------------------------
     def build(self, conn: psycopg.Connection, job: int) -> EmailMessage | None:
-        """The mail for job `job` (JobIDRaw), or None when no mail is due."""
+        """The mail for job row `job` (the row key, as report_queue holds it; sql/0020), or
+        None when no mail is due."""
         s = self.settings
         if s.policy == "off":
             return None
@@ -138,7 +139,7 @@ class MailBuilder:
     # -- parts -------------------------------------------------------------------------------
     @staticmethod
     def job_info(conn: psycopg.Connection, job: int) -> JobInfo | None:
-        return next((i for i in find_jobs(conn, str(int(job))) if i.job == int(job)), None)
+        return job_by_key(conn, int(job))
 
     def decide(self, conn: psycopg.Connection, info: JobInfo,
                report: JobReport | dict[str, Any]) -> Decision:

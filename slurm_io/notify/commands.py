@@ -24,7 +24,7 @@ def _connect(cfg: Config) -> Any:
     from slurm_io.store import db, migrate
 
     conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
-    migrate.upgrade(conn)
+    migrate.upgrade(conn, settings=migrate.config_settings(cfg))
     return conn
 
 

@@ -151,14 +151,17 @@ def store_request(conn: Any, env: dict[str, str], hook_time: float, *,
                   source: str) -> int:
     """Record the job of a hook environment and queue its report, in one transaction.
     BadRecord when the environment is no storable job record."""
-    from slurm_io.jobs.store import upsert_jobs
+    from slurm_io.jobs.store import job_key, upsert_jobs
     from slurm_io.notify import queue
 
     record = record_of(env)
     with conn.transaction():
         upsert_jobs(conn, [record])
-        queue.enqueue(conn, record.job, queued_at=hook_time, source=source)
-    return int(record.job)
+        key = job_key(conn, record)  # the run's row (cluster, raw id, run: sql/0020)
+        if key is None:
+            raise BadRecord(f"job {record.job}: no row after storing it")
+        queue.enqueue(conn, key, queued_at=hook_time, source=source)
+    return int(record.job)  # the raw id, as the hook's logs and spool files name the job
 
 
 def quarantine(conn: Any, path: str | None, reason: str, *, record: bytes | str | None = None,

@@ -61,6 +61,8 @@ class Claimed(NamedTuple):
     end: float | None
     nodes: tuple[str, ...]
     submit: float | None
+    raw: int | None = None  # JobIDRaw (`job` is the row key, sql/0020)
+    cluster: str | None = None
 
     @property
     def final(self) -> bool:
@@ -80,13 +82,14 @@ def claim(conn: psycopg.Connection, job: int) -> Claimed | None:
         "SELECT q.job, extract(epoch FROM q.queued_at)::float8, q.attempts, "
         "extract(epoch FROM now())::float8, j.job IS NOT NULL, j.state, "
         "extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8, "
-        "j.nodes, extract(epoch FROM j.submit)::float8 "
+        "j.nodes, extract(epoch FROM j.submit)::float8, j.job_raw, j.cluster "
         "FROM report_queue q LEFT JOIN job j USING (job) "
         "WHERE q.job = %s AND q.state = 'queued' AND q.next_attempt <= now() "
         "FOR UPDATE OF q SKIP LOCKED", (job,)).fetchone()
     if r is None:
         return None
-    return Claimed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(r[8] or ()), r[9])
+    return Claimed(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(r[8] or ()), r[9],
+                   r[10], r[11])
 
 
 def wait(conn: psycopg.Connection, job: int, note: str, recheck: float) -> None:

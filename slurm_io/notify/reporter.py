@@ -42,7 +42,8 @@ import psycopg
 from slurm_io.attribute.sql import (
     attribute_job,
     data_complete_until,
-    find_jobs,
+    job_by_key,
+    raw_ids,
     store_job_io,
     stored_job_io,
 )
@@ -192,8 +193,9 @@ class Reporter:
 
     def _sync(self, conn: psycopg.Connection, jobs: list[int], r: PassResult) -> None:
         """sacct's current records of `jobs` (whose stored record is not final yet)."""
-        for i in range(0, len(jobs), SACCT_CHUNK):
-            chunk = jobs[i:i + SACCT_CHUNK]
+        raw = raw_ids(conn, jobs)  # the queue holds row keys; sacct knows raw ids
+        for i in range(0, len(raw), SACCT_CHUNK):
+            chunk = raw[i:i + SACCT_CHUNK]
             source = self.source(chunk)
             try:
                 records = fill_uids(source.jobs(None, None))
@@ -296,7 +298,7 @@ class Reporter:
 
     def _attribute(self, conn: psycopg.Connection, job: int, *, complete: bool,
                    now: float) -> None:
-        info = next((i for i in find_jobs(conn, str(job)) if i.job == job), None)
+        info = job_by_key(conn, job)
         if info is None:
             return
         stored = stored_job_io(conn, job)
@@ -322,7 +324,9 @@ class Reporter:
         if msg["From"] is None:
             msg["From"] = s.sender
         del msg["X-Jobio-Job"]
-        msg["X-Jobio-Job"] = str(c.job)
+        msg["X-Jobio-Job"] = str(c.raw if c.raw is not None else c.job)  # what Slurm calls it
+        if c.cluster:
+            msg["X-Jobio-Cluster"] = c.cluster
         if incomplete:
             msg["X-Jobio-Data-Complete"] = "no"
         data = msg.as_bytes(policy=msg.policy.clone(linesep="\r\n"))

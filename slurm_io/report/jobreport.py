@@ -58,7 +58,9 @@ class JobReport:
         i = self.info
         return {
             "jobid": i.jobid,
-            "job": i.job,
+            "job": i.raw_id,  # JobIDRaw (the row key stays internal)
+            "cluster": i.cluster,
+            "run": i.run,  # 0, or n after the n-th requeue (sacct -D lists each)
             "sluid": i.sluid,
             "user": i.user,
             "uid": i.uid,

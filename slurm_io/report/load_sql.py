@@ -88,9 +88,10 @@ def target_rows(conn: psycopg.Connection, lo: float, hi: float) -> list[tuple[An
 def candidate_jobs(conn: psycopg.Connection, hosts: list[int], uids: list[int], t0: float,
                    hi: float) -> list[tuple[Any, ...]]:
     """(host_id, job, uid, nodes, start, end) of the jobs of these users on these nodes that
-    overlap (t0, hi]: who may own a `:uid:host` delta."""
+    overlap (t0, hi]: who may own a `:uid:host` delta. `job` is the raw id: the load views
+    name jobs as the deltas do (sql/0020)."""
     return conn.execute(
-        "SELECT jn.host_id, j.job, j.uid, j.nodes, "
+        "SELECT jn.host_id, j.job_raw, j.uid, j.nodes, "
         "extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8"
         " FROM job_node jn JOIN job j USING (job) WHERE jn.host_id = ANY(%s) "
         "AND jn.uid = ANY(%s) AND jn.start_time < %s "
@@ -99,13 +100,14 @@ def candidate_jobs(conn: psycopg.Connection, hosts: list[int], uids: list[int], 
 
 
 def job_meta(conn: psycopg.Connection, jobs: list[int]) -> dict[int, tuple[Any, ...]]:
-    """job -> (jobid, uid, user, account, name, node count, work_dir)."""
+    """raw id -> (jobid, uid, user, account, name, node count, work_dir); of a raw id that
+    several rows share (clusters, requeued runs), the latest started."""
     if not jobs:
         return {}
     return {job: (jobid, uid, user, account, name, len(nodes or ()) or None, work_dir)
             for job, jobid, uid, user, account, name, nodes, work_dir in conn.execute(
-                "SELECT job, jobid, uid, user_name, account, name, nodes, work_dir FROM job "
-                "WHERE job = ANY(%s)", (jobs,))}
+                "SELECT job_raw, jobid, uid, user_name, account, name, nodes, work_dir "
+                "FROM job WHERE job_raw = ANY(%s) ORDER BY start_time NULLS FIRST", (jobs,))}
 
 
 def user_names(conn: psycopg.Connection, uids: list[int]) -> dict[int, str]:

@@ -113,7 +113,9 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
         # names, users and nodes come from Slurm: shown escaped (slurm_io.text.display)
         f"Job {r['jobid']} ({display(r['name'] or '-')})  "
         f"user {display(str(r['user'] or r['uid']))}  "
-        f"state {r['state'] or '-'}{' (running: I/O so far)' if r['running'] else ''}",
+        f"state {r['state'] or '-'}{' (running: I/O so far)' if r['running'] else ''}"
+        + (f"  cluster {display(r['cluster'])}" if r.get("cluster") else "")
+        + (f"  run {r['run']} (requeued)" if r.get("run") else ""),
         f"  nodes {len(r['nodes'])}: {display(','.join(r['nodes'])) or '-'}",
         f"  start {r['start'] or '-'}  end {r['end'] or '-'}  elapsed {_elapsed(r['elapsed'])}",
         f"  read    {human_bytes(t.get('read_bytes', 0)):>12} in "
@@ -166,6 +168,7 @@ def _num(x: float | None) -> str:
 FIELDS: dict[str, Any] = {
     "jobid": lambda r: r["jobid"],
     "jobidraw": lambda r: r["job"],
+    "cluster": lambda r: r.get("cluster"),
     "user": lambda r: r["user"],
     "uid": lambda r: r["uid"],
     "jobname": lambda r: r["name"],

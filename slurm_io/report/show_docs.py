@@ -13,12 +13,30 @@ if TYPE_CHECKING:
     import psycopg
 
 
+class AmbiguousJob(ValueError):
+    """A job id that names jobs of several clusters, given without -M/--clusters."""
+
+
+def parse_clusters(text: str | None) -> list[str] | None:
+    """sacct's -M/--clusters: `a,b` -> ['a', 'b']; None or `all` -> None (every cluster)."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    return None if not names or "all" in (n.lower() for n in names) else names
+
+
 def show_documents(conn: psycopg.Connection, specs: list[str], user: str | None,
                    start: float | None, end: float | None, *, now: float,
-                   resolution: float) -> tuple[list[dict[str, Any]], list[str]]:
+                   resolution: float, clusters: list[str] | None = None,
+                   all_clusters: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
     """(reports, missing): the reports of the jobs named by `specs` (sacct -j syntax, already
     checked against JOBID_ARG) and, when `user` is given, of that user's jobs that ran in
-    [start, end]; `missing` names the specs with no job and no I/O."""
+    [start, end]; `missing` names the specs with no job and no I/O.
+
+    `clusters` narrows to those clusters (sacct -M a,b); `all_clusters` (-M all) shows every
+    cluster's. Neither, and a spec names jobs of two clusters: AmbiguousJob (the database
+    serves several clusters, so there is no "local" one to prefer as sacct does). Every run
+    of a requeued job is a report of its own, like `sacct -D` lists them."""
     from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
     from slurm_io.report.show import job_report, parse_job_spec
 
@@ -28,7 +46,11 @@ def show_documents(conn: psycopg.Connection, specs: list[str], user: str | None,
         parsed = parse_job_spec(spec)
         if parsed is None:
             raise ValueError(f"not a job id: {spec!r}")
-        found = find_jobs(conn, spec)
+        found = find_jobs(conn, spec, clusters)
+        names = sorted({i.cluster or "" for i in found})
+        if clusters is None and not all_clusters and len(names) > 1:
+            raise AmbiguousJob(f"job {spec} exists on clusters {', '.join(names)}: "
+                               f"name one with -M/--clusters (e.g. -M {names[0]}), or -M all")
         if not found and parsed.display is None:
             # not (yet) in the job table: what the collectors stored under its id
             n = parsed.number

@@ -48,7 +48,7 @@ def split(conn: psycopg.Connection, start: float, end: float, *, now: float) -> 
     by_host: dict[str, dict[str, float]] = defaultdict(dict)
     total: dict[str, float] = {}
     known = {r[0] for r in conn.execute(
-        "SELECT DISTINCT d.job FROM jobstats_delta d JOIN job j USING (job) "
+        "SELECT DISTINCT d.job FROM jobstats_delta d JOIN job j ON j.job_raw = d.job "
         "WHERE d.ts_end > %s AND d.ts_end <= %s", (s, e))}
     users = dict(conn.execute("SELECT DISTINCT uid, user_name FROM job "
                               "WHERE uid IS NOT NULL").fetchall())

@@ -80,7 +80,7 @@ def _float(params: dict[str, list[str]], key: str) -> float | None:
 
 def show(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
          ) -> dict[str, Any]:
-    from slurm_io.report.show_docs import show_documents
+    from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
 
     specs = params.get("jobid", [])
     for spec in specs:
@@ -89,9 +89,14 @@ def show(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
     user = (params.get("user") or [None])[0]
     if not specs and not user:
         raise Refused(400, "give jobid=..., or user=...")
-    reports, missing = show_documents(conn, specs, user, _float(params, "start"),
-                                      _float(params, "end"), now=time.time(),
-                                      resolution=cfg.interval)
+    clusters = (params.get("clusters") or [None])[0]
+    try:
+        reports, missing = show_documents(
+            conn, specs, user, _float(params, "start"), _float(params, "end"), now=time.time(),
+            resolution=cfg.interval, clusters=parse_clusters(clusters),
+            all_clusters=clusters is not None and parse_clusters(clusters) is None)
+    except AmbiguousJob as e:
+        raise Refused(409, str(e)) from None
     return {"schema": SCHEMA, "jobs": reports, "missing": missing}
 
 
@@ -99,13 +104,20 @@ def report(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
            ) -> dict[str, Any]:
     from slurm_io.attribute.sql import find_jobs
     from slurm_io.mail.builder import MailBuilder, html_part, text_part
+    from slurm_io.report.show_docs import parse_clusters
 
     spec = (params.get("jobid") or [""])[0]
     if not JOBID_ARG.match(spec):
         raise Refused(400, f"not a job id: {spec!r}")
     builder = MailBuilder(cfg)
     messages = []
-    for info in find_jobs(conn, spec):
+    clusters = (params.get("clusters") or [None])[0]
+    infos = find_jobs(conn, spec, parse_clusters(clusters))
+    names = sorted({i.cluster or "" for i in infos})
+    if clusters is None and len(names) > 1:
+        raise Refused(409, f"job {spec} exists on clusters {', '.join(names)}: name one with "
+                      f"-M/--clusters (e.g. -M {names[0]})")
+    for info in infos:
         m = builder.render(conn, info)
         messages.append({"jobid": info.jobid, "subject": str(m["Subject"]),
                          "text": text_part(m), "html": html_part(m),

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from slurm_io.model import ByteStats, Entry, JobRecord
 from slurm_io.parse.render import counter_names, param_name, render_read, render_target
@@ -57,12 +57,15 @@ class _Counters:
 
 def reads_for_jobs(jobs: Sequence[JobRecord], out: Path, *, seed: int = 1, step: float = 1.0,
                    fs: str = "lab", release: str = "2.16",
-                   hidden_share: float = 0.3) -> dict[int, Expected]:
+                   hidden_share: float = 0.3,
+                   key: Callable[[JobRecord], Hashable] | None = None) -> dict[Any, Expected]:
     """Write reads of one MDS (`mds1`, fs-MDT0000) and one OSS (`oss1`, fs-OST0000/1).
 
     `hidden_share`: the chance that a node's interval goes under a job-missing id. Those are
     recovered by time, so reads served by a live collector after the jobs ended (its clock,
-    not the reads', stamps the deltas) need 0."""
+    not the reads', stamps the deltas) need 0. `key`: what the expectations are keyed by
+    (default the raw id; the runs of a requeued job share one)."""
+    key_of = key or (lambda j: j.job)
     rng = random.Random(seed)
     ran = [j for j in jobs if j.start is not None and j.end is not None and j.nodes
            and j.uid is not None]
@@ -73,7 +76,7 @@ def reads_for_jobs(jobs: Sequence[JobRecord], out: Path, *, seed: int = 1, step:
     mdt, osts = f"{fs}-MDT0000", (f"{fs}-OST0000", f"{fs}-OST0001")
     entries: dict[tuple[str, str], _Counters] = {}
     created: dict[tuple[str, str], float] = {}
-    expected: dict[int, list[int]] = {j.job: [0, 0, 0, 0] for j in ran}
+    expected: dict[Any, list[int]] = {key_of(j): [0, 0, 0, 0] for j in ran}
 
     def counters(target: str, jid: str, t: float) -> _Counters:
         key = (target, jid)
@@ -90,7 +93,7 @@ def reads_for_jobs(jobs: Sequence[JobRecord], out: Path, *, seed: int = 1, step:
                 if not (j.start <= t0 and t <= j.end):  # type: ignore[operator]
                     continue  # only whole read intervals inside the job: exact expectations
                 for node in j.nodes:
-                    alone = not any(o.job != j.job and o.uid == j.uid and node in o.nodes
+                    alone = not any(o is not j and o.uid == j.uid and node in o.nodes
                                     and o.start < t and o.end > t0  # type: ignore[operator]
                                     for o in ran)
                     hidden = alone and rng.random() < hidden_share
@@ -105,7 +108,7 @@ def reads_for_jobs(jobs: Sequence[JobRecord], out: Path, *, seed: int = 1, step:
                     opens = rng.randrange(1, 30)
                     counters(mdt, jid, t).add_op("open", opens, t)
                     counters(mdt, jid, t).add_op("close", opens, t)
-                    e = expected[j.job]
+                    e = expected[key_of(j)]
                     e[0] += r * 4096
                     e[1] += w << 20
                     e[2] += opens

@@ -113,9 +113,10 @@ class Slurm:
     # -- what the rest of slurm-io asks ----------------------------------------------------
     def sacct_jobs(self, window: tuple[str, str] | None = None, jobs: Sequence[int] = (),
                    *, timeout: float | None = None) -> str:
-        """`sacct -a -X -P --format=<fields>` for a time window (-S/-E, sacct's local time)
-        and/or job ids (-j); the text, for jobs.sacct.parse_sacct."""
-        args = ["-a", "-X", "-P", f"--format={','.join(self.sacct_fields())}"]
+        """`sacct -a -X -D -P --format=<fields>` (-D: every run of a requeued job) for a
+        time window (-S/-E, sacct's local time) and/or job ids (-j); the text, for
+        jobs.sacct.parse_sacct."""
+        args = ["-a", "-X", "-D", "-P", f"--format={','.join(self.sacct_fields())}"]
         if window is not None:
             args += ["-S", window[0], "-E", window[1]]
         if jobs:

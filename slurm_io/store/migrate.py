@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import pq
@@ -71,13 +71,21 @@ def current_version(conn: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def upgrade(conn: psycopg.Connection, directory: Path | None = None) -> list[str]:
+def config_settings(cfg: Any) -> dict[str, str] | None:
+    """What a migration may read from the config: the default cluster (sql/0020)."""
+    cluster = getattr(cfg, "cluster", None)
+    return {"jobio.cluster": cluster} if cluster else None
+
+
+def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
+            settings: dict[str, str] | None = None) -> list[str]:
     """Apply pending migrations; return the names applied (empty when up to date).
 
     Each migration runs in its own transaction holding the advisory lock, and re-checks
     whether it was applied after getting the lock, so a concurrent upgrader that got there
-    first is simply skipped. A failing migration raises after its transaction rolled back;
-    the ones before it stay applied.
+    first is simply skipped. `settings`: GUCs a migration may read (set per transaction),
+    e.g. jobio.cluster, the configured default cluster (sql/0020). A failing migration
+    raises after its transaction rolled back; the ones before it stay applied.
     """
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("upgrade() needs a connection with no transaction in progress")
@@ -88,6 +96,8 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None) -> list[str
     for migration in migrations:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+            for name, value in (settings or {}).items():
+                conn.execute("SELECT set_config(%s, %s, true)", (name, value))
             conn.execute(_CREATE_TABLE)
             done = conn.execute(
                 "SELECT 1 FROM schema_migrations WHERE version = %s", (migration.version,)

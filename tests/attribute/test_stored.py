@@ -73,8 +73,13 @@ def two_jobs(db_dsn):
     return db_dsn
 
 
+def _key(conn, raw: int) -> int:
+    """The row key of job `raw` (a surrogate since sql/0020)."""
+    return conn.execute("SELECT job FROM job WHERE job_raw = %s", (raw,)).fetchone()[0]
+
+
 def _stored(conn, job):
-    s = stored_job_io(conn, job)
+    s = stored_job_io(conn, _key(conn, job))
     assert s is not None
     return s
 
@@ -89,7 +94,7 @@ def test_batch_attribution_stores_totals_provenance_and_hours(two_jobs):
         assert b.io.totals["write_bytes"] == 29 * 100 + 100
         assert a.io.by_evidence["write_bytes"] == 300 and a.io.by_time == {}
         assert a.complete and a.revision == 1
-        hours = stored_hours(conn, T0 - 3600, T0 + 7200, [11])
+        hours = stored_hours(conn, T0 - 3600, T0 + 7200, [_key(conn, 11)])
         assert sum(h[5]["write_bytes"] for h in hours) == a.io.totals["write_bytes"]
         assert sum(h[6].get("write_bytes", 0) for h in hours) == 300
         assert {h[3] for h in hours} == {"OST"} and {h[2] for h in hours} == {"fs"}
@@ -99,7 +104,8 @@ def test_show_of_a_finished_job_reads_the_stored_figures(two_jobs):
     with psycopg.connect(two_jobs) as conn:
         attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
         # the stored row is what show prints: change it and show follows
-        conn.execute("UPDATE job_io SET totals = '{\"write_bytes\": 1}' WHERE job = 11")
+        conn.execute("UPDATE job_io SET totals = '{\"write_bytes\": 1}' WHERE job = "
+                     "(SELECT job FROM job WHERE job_raw = 11)")
         conn.commit()
         (info,) = find_jobs(conn, "11")
         r = job_report(conn, info, now=T0 + 7200)
@@ -120,7 +126,7 @@ def test_late_job_missing_data_revises_the_stored_figures(two_jobs, tmp_path):
                                 1, 0, 0, 0))
         write_batch(conn, Batch("oss2", 2, T0 + 3720, ("fs-OST0001",), [], 0, 0, 0, 0))
         conn.commit()
-        assert sorted(i.job for i in pending_jobs(conn, 0)) == [11, 12]
+        assert sorted(i.raw_id for i in pending_jobs(conn, 0)) == [11, 12]
         attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
         a = _stored(conn, 11)
         assert a.revision == 2

@@ -137,7 +137,7 @@ def test_escape_sequences_in_job_names_and_work_dirs_are_shown_escaped(
     evil_name, evil_dir = "x\x1b]0;owned\x07", "/scratch/\x1b[2J\x1b[31mred"
     dsn = site[-1]
     with psycopg.connect(dsn) as conn:
-        conn.execute("UPDATE job SET name = %s, work_dir = %s WHERE job = 103",
+        conn.execute("UPDATE job SET name = %s, work_dir = %s WHERE job_raw = 103",
                      (evil_name, evil_dir))
     try:
         for args in (["103"], ["103", "-P", "-o", "jobid,jobname"],
@@ -150,7 +150,7 @@ def test_escape_sequences_in_job_names_and_work_dirs_are_shown_escaped(
     finally:
         with psycopg.connect(dsn) as conn:
             conn.execute("UPDATE job SET name = 'stream', work_dir = '/scratch/carol/stream'"
-                         " WHERE job = 103")
+                         " WHERE job_raw = 103")
 
 
 @pytest.mark.parametrize("args", [[], ["db"], ["lassi"]], ids=["jobio", "db", "lassi"])

@@ -205,7 +205,8 @@ class MailLab:
     def queue(self) -> dict[int, tuple[str, str, str | None]]:
         with psycopg.connect(self.dsn) as conn:
             return {j: (s, src, note) for j, s, src, note in conn.execute(
-                "SELECT job, state, source, note FROM report_queue")}
+                "SELECT coalesce(j.job_raw, q.job), q.state, q.source, q.note "
+                "FROM report_queue q LEFT JOIN job j USING (job)")}
 
 
 @contextlib.contextmanager
@@ -328,8 +329,8 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
     def hook_rows() -> dict | None:
         with psycopg.connect(lab.dsn) as conn:
             rows = {j: (s, e, sluid) for j, s, e, sluid in conn.execute(
-                "SELECT job, extract(epoch FROM start_time)::float8, "
-                "extract(epoch FROM end_time)::float8, sluid FROM job WHERE job = ANY(%s)",
+                "SELECT job_raw, extract(epoch FROM start_time)::float8, "
+                "extract(epoch FROM end_time)::float8, sluid FROM job WHERE job_raw = ANY(%s)",
                 (ran,))}
         return rows if all(None not in rows[j][:2] for j in ran) else None
 
@@ -351,8 +352,9 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
         assert by_job[j][0].message["X-Jobio-Data-Complete"] is None
     assert held not in by_job and "never ran" in lab.queue()[held][2]
     with psycopg.connect(lab.dsn) as conn:
-        stored = dict(conn.execute("SELECT job, (totals->>'write_bytes')::bigint FROM job_io "
-                                   "WHERE job = ANY(%s)", (ran,)).fetchall())
+        stored = dict(conn.execute("SELECT j.job_raw, (totals->>'write_bytes')::bigint "
+                                   "FROM job_io JOIN job j USING (job) "
+                                   "WHERE j.job_raw = ANY(%s)", (ran,)).fetchall())
     assert stored == {j: expected[j].write_bytes for j in ran}
     for j in ran:  # the mails' figures: both parts show what was generated for the job
         msg = by_job[j][0].message

@@ -53,7 +53,7 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
         infos = [i for spec in ids.values() for i in find_jobs(conn, str(spec))]
         states = {i.jobid: i.state for i in infos}
     assert len(infos) == 4 + 3 + 2  # the array's three tasks, the het job's two components
-    assert {i.jobid for i in infos if i.job in het_raw} == {f"{ids['het']}+0",
+    assert {i.jobid for i in infos if i.raw_id in het_raw} == {f"{ids['het']}+0",
                                                            f"{ids['het']}+1"}
     assert states[str(ids["failed"])] == "FAILED"
     assert states[str(ids["cancelled"])] == "CANCELLED"
@@ -61,7 +61,7 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
 
     from slurm_io.model import JobRecord
 
-    records = [JobRecord(i.job, i.jobid, None, None, i.uid, i.user, i.account, i.partition,
+    records = [JobRecord(i.raw_id, i.jobid, None, None, i.uid, i.user, i.account, i.partition,
                          i.name, i.nodes, None, i.start, i.end, i.state, i.exit_code, i.work_dir,
                          None, "test") for i in infos]
     expected = reads_for_jobs(records, tmp_path / "reads")
@@ -69,7 +69,7 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
                       "--from", str(tmp_path / "reads"))
     assert code == 0, out
 
-    with_io = [i for i in infos if expected[i.job].write_bytes]
+    with_io = [i for i in infos if expected[i.raw_id].write_bytes]
     assert len(with_io) == len(infos)  # every job ran long enough for whole read intervals
     # every id form sacct prints: `J`, `A_T` and a het component's `L+o`
     code, out = jobio("--dsn", db_dsn, "show", "--json", *(i.jobid for i in infos))
@@ -79,14 +79,14 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
     if c.version >= (24, 11):
         sluids = {int(ln["JobIDRaw"]): ln["SLUID"]
                   for ln in c.sacct_lines(ids.values(), ["JobIDRaw", "SLUID"])}
-        assert {i.job: shown[i.job]["sluid"] for i in infos} == {
-            i.job: sluids[i.job] for i in infos}
+        assert {i.raw_id: shown[i.raw_id]["sluid"] for i in infos} == {
+            i.raw_id: sluids[i.raw_id] for i in infos}
         assert all(s.startswith("s") for s in sluids.values())
     else:
-        assert {shown[i.job]["sluid"] for i in infos} == {None}
+        assert {shown[i.raw_id]["sluid"] for i in infos} == {None}
     recovered_any = 0
     for i in infos:
-        e, j = expected[i.job], shown[i.job]
+        e, j = expected[i.raw_id], shown[i.raw_id]
         assert j["nodes"] == sorted(i.nodes) and j["user"] in ("alice", "bob")
         assert j["totals"].get("write_bytes", 0) == e.write_bytes, i.jobid
         assert j["totals"].get("read_bytes", 0) == e.read_bytes, i.jobid

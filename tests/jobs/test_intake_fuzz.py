@@ -66,7 +66,7 @@ def test_spool_ingest_of_mutated_files_stores_or_quarantines_each_one(db_dsn):
                 assert _problems(conn) - before == len(result.bad)
                 for job in result.ingested:
                     assert conn.execute("SELECT 1 FROM job j JOIN report_queue q USING (job)"
-                                        " WHERE job = %s", (job,)).fetchone() == (1,)
+                                        " WHERE j.job_raw = %s", (job,)).fetchone() == (1,)
                 conn.commit()
             finally:
                 for name in os.listdir(spool):

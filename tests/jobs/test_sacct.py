@@ -26,7 +26,7 @@ def row(**kw: str) -> str:
         "Account": "research", "Partition": "debug", "State": "COMPLETED",
         "ExitCode": "0:0", "Submit": "2026-11-21T05:30:00", "Start": "2026-11-21T05:30:01",
         "End": "2026-11-21T05:30:09", "NNodes": "1", "NodeList": "node01",
-        "WorkDir": "/home/alice", "SubmitLine": "sbatch job.sh",
+        "WorkDir": "/home/alice", "Cluster": "lab", "SubmitLine": "sbatch job.sh",
     }
     base.update(kw)
     return "|".join(base[f] for f in SACCT_FIELDS)
@@ -47,6 +47,7 @@ def test_a_plain_job_becomes_one_record_with_every_field():
         utc("2026-11-21T05:30:00"), utc("2026-11-21T05:30:01"), utc("2026-11-21T05:30:09"))
     assert (r.state, r.exit_code) == ("COMPLETED", "0:0")
     assert (r.work_dir, r.submit_line, r.source) == ("/home/alice", "sbatch job.sh", "import")
+    assert r.cluster == "lab"
 
 
 def test_source_is_recorded_as_given():
@@ -182,7 +183,7 @@ def test_a_bad_line_is_reported_and_the_others_are_kept():
     assert any("UID 'alice' is not a number" in p for p in problems)
     assert any("bad time" in p for p in problems)
     assert any("bad node list" in p for p in problems)
-    assert problems[0].startswith("line 2: 1 fields but the header has 16")
+    assert problems[0].startswith(f"line 2: 1 fields but the header has {len(SACCT_FIELDS)}")
 
 
 def test_nnodes_disagreeing_with_the_node_list_is_reported_but_kept():

@@ -53,7 +53,7 @@ def synced(db_dsn: str, submitted_jobs: SubmittedJobs):
     assert result.exit_code == 0, result.output + result.stderr
     expected = {int(line["JobIDRaw"]) for line in submitted_jobs.sacct}
     with psycopg.connect(db_dsn) as conn:
-        stored = {j for (j,) in conn.execute("SELECT job FROM job WHERE job = ANY(%s)",
+        stored = {j for (j,) in conn.execute("SELECT job_raw FROM job WHERE job_raw = ANY(%s)",
                                               (list(expected),))}
         assert stored == expected, (
             f"sync stored {sorted(stored)} of {sorted(expected)}; it said: {result.stdout}"
@@ -63,7 +63,7 @@ def synced(db_dsn: str, submitted_jobs: SubmittedJobs):
 
 
 def job_row(conn, job_id: int) -> dict:
-    cur = conn.execute("SELECT * FROM job WHERE job = %s", (job_id,))
+    cur = conn.execute("SELECT * FROM job WHERE job_raw = %s", (job_id,))
     row = cur.fetchone()
     assert row is not None, f"job {job_id} was not imported"
     return dict(zip([d.name for d in cur.description], row, strict=True))
@@ -160,12 +160,14 @@ def test_bar_and_newline_in_name_and_submit_line_survive(synced, submitted_jobs)
 def test_a_second_sync_leaves_the_finished_jobs_untouched(synced, submitted_jobs, db_dsn):
     conn, _ = synced
     ids = list(submitted_jobs.ids.values())
-    before = conn.execute("SELECT job, updated_at FROM job WHERE job = ANY(%s) ORDER BY job",
+    before = conn.execute("SELECT job_raw, updated_at FROM job WHERE job_raw = ANY(%s) "
+                          "ORDER BY job_raw",
                           (ids,)).fetchall()
     conn.commit()
     again = sync(db_dsn, "--since", str(int(submitted_jobs.submitted_at) - 60))
     assert again.exit_code == 0
-    after = conn.execute("SELECT job, updated_at FROM job WHERE job = ANY(%s) ORDER BY job",
+    after = conn.execute("SELECT job_raw, updated_at FROM job WHERE job_raw = ANY(%s) "
+                          "ORDER BY job_raw",
                          (ids,)).fetchall()
     assert after == before and len(after) == len(ids)
 

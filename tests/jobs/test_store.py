@@ -48,7 +48,7 @@ def rows(conn, sql: str, *args):
 
 def job_row(conn, job_id: int) -> dict:
     cur = conn.execute("SELECT *, extract(epoch FROM start_time)::float8 AS start_s, "
-                       "extract(epoch FROM end_time)::float8 AS end_s FROM job WHERE job = %s",
+                       "extract(epoch FROM end_time)::float8 AS end_s FROM job WHERE job_raw = %s",
                        (job_id,))
     names = [d.name for d in cur.description]
     return dict(zip(names, cur.fetchone(), strict=True))
@@ -56,7 +56,8 @@ def job_row(conn, job_id: int) -> dict:
 
 def nodes_of(conn, job_id: int) -> list[tuple[str, int | None, float | None]]:
     return rows(conn, "SELECT h.name, jn.uid, extract(epoch FROM jn.end_time)::float8 "
-                      "FROM job_node jn JOIN host h USING (host_id) WHERE jn.job = %s "
+                      "FROM job_node jn JOIN host h USING (host_id) JOIN job j USING (job) "
+                      "WHERE j.job_raw = %s "
                       "ORDER BY h.name", job_id)
 
 
@@ -93,7 +94,7 @@ def test_reimporting_the_same_jobs_changes_nothing(conn):
 
 def test_newer_sacct_data_updates_the_row_and_its_nodes(conn):
     upsert_jobs(conn, [job(5, state="RUNNING", end=None, nodes=("node01", "node02"))])
-    (first_update,) = rows(conn, "SELECT updated_at FROM job WHERE job = 5")[0]
+    (first_update,) = rows(conn, "SELECT updated_at FROM job WHERE job_raw = 5")[0]
     counts = upsert_job_counts(conn, [job(5, state="FAILED", exit_code="3:0",
                                           nodes=("node03",))])
     assert counts == UpsertCounts(0, 1, 0)
@@ -196,7 +197,7 @@ def test_sacct_text_round_trips_through_the_database(conn):
     text = "|".join(SACCT_FIELDS) + "\n" + "|".join([
         "5_1", "7", "arr", "bob", "1003", "research", "debug", "CANCELLED by 1003", "0:0",
         "2026-11-21T05:30:59", "2026-11-21T05:31:00", "2026-11-21T05:31:02", "2",
-        "node[03-04]", "/home/bob", "sbatch --array=1-2 a.sh"]) + "\n"
+        "node[03-04]", "/home/bob", "lab", "sbatch --array=1-2 a.sh"]) + "\n"
     (rec,), problems = parse_sacct(text, tz=UTC)
     assert problems == []
     upsert_jobs(conn, [rec])
@@ -282,7 +283,7 @@ def test_cli_import_prints_counts_and_reports_bad_lines_on_stderr(db_dsn, tmp_pa
     header = "|".join(SACCT_FIELDS)
     good = "|".join(["41", "41", "a", "nobody-here-xyz", "", "research", "debug", "COMPLETED",
                      "0:0", "2026-11-21T05:00:00", "2026-11-21T05:00:01",
-                     "2026-11-21T05:00:09", "2", "c[01-02]", "/w", "sbatch a.sh"])
+                     "2026-11-21T05:00:09", "2", "c[01-02]", "/w", "lab", "sbatch a.sh"])
     path = tmp_path / "jobs.psv"
     broken = good.replace("41|41", "42|42").replace("c[01", "c[01-")
     path.write_text(f"{header}\n{good}\n{broken}\n")

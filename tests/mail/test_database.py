@@ -34,6 +34,11 @@ def _builder(lookup=lambda job: None, **cfg) -> MailBuilder:
     return MailBuilder(Config(**cfg), lookup=lookup, clock=lambda: NOW)
 
 
+def _raw(conn, key: int) -> int:
+    """The raw id (what users and Slurm call the job) of row `key` (sql/0020)."""
+    return conn.execute("SELECT job_raw FROM job WHERE job = %s", (key,)).fetchone()[0]
+
+
 def _user(conn, job: int) -> tuple[str, int]:
     return conn.execute("SELECT user_name, uid FROM job WHERE job = %s", (job,)).fetchone()
 
@@ -51,10 +56,11 @@ def test_build_is_the_reporters_protocol_and_mails_a_real_job(sim_jobs):
     assert isinstance(b, MailBuilderProtocol)
     with psycopg.connect(sim_jobs.dsn) as conn:
         user, _ = _user(conn, sim_jobs.small_writes)
+        raw = _raw(conn, sim_jobs.small_writes)
         msg = b.build(conn, sim_jobs.small_writes)
     assert msg is not None and msg.get_content_type() == "multipart/alternative"
     assert msg["To"] == f"{user}@example.org"
-    assert msg["Subject"].startswith(f"[slurm-io] job {sim_jobs.small_writes} (")
+    assert msg["Subject"].startswith(f"[slurm-io] job {raw} (")
     assert "Many small writes" in text_part(msg) and "Many small writes" in html_part(msg)
     assert "because the site reports the I/O of every job" in text_part(msg)
 
@@ -243,7 +249,8 @@ def test_jobio_mail_off_on_status(db_dsn):
 
 
 def test_jobio_report_prints_or_writes_the_mail(sim_jobs, tmp_path):
-    job = str(sim_jobs.small_writes)
+    with psycopg.connect(sim_jobs.dsn) as conn:
+        job = str(_raw(conn, sim_jobs.small_writes))
     r = run("--dsn", sim_jobs.dsn, "report", job)
     assert r.exit_code == 0, r.output
     assert r.output.startswith(f"Subject: [slurm-io] job {job} (")

@@ -26,7 +26,7 @@ PLAIN_BUILDER = "slurm_io.notify.plain:PlainMailBuilder"
 DOMAIN = "lab.example"
 SENDER = "jobio@lab.example"
 SACCT_HEADER = ("JobID|JobIDRaw|JobName|User|UID|Account|Partition|State|ExitCode|Submit|"
-                "Start|End|NNodes|NodeList|WorkDir|SubmitLine")
+                "Start|End|NNodes|NodeList|WorkDir|Cluster|SubmitLine")
 
 # What EpilogSlurmctld got for a two-node job on Slurm 22.05 (fixtures/slurm/22.05/dumps).
 HOOK_ENV = {
@@ -104,8 +104,10 @@ def wait_until(predicate: Any, timeout: float = 20.0, what: str = "condition") -
 
 def queue_rows(dsn: str) -> dict[int, dict[str, Any]]:
     with psycopg.connect(dsn) as conn, conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("SELECT * FROM report_queue ORDER BY job")
-        return {r["job"]: r for r in cur.fetchall()}
+        # the queue holds row keys (sql/0020); tests name jobs by their raw ids
+        cur.execute("SELECT coalesce(j.job_raw, q.job) AS raw, q.* FROM report_queue q "
+                    "LEFT JOIN job j USING (job) ORDER BY 1")
+        return {r["raw"]: {**r, "job": r["raw"]} for r in cur.fetchall()}
 
 
 def ts(t: float) -> datetime:
@@ -167,7 +169,7 @@ def sacct_line(job: int, *, user: str = "alice", uid: int = 1002, state: str = "
                                                          time.localtime(x))
     n = 0 if nodes == "None assigned" else 1
     return (f"{job}|{job}|io|{user}|{uid}|research|debug|{state}|0:0|"
-            f"{t((start or end or time.time()) - 5)}|{t(start)}|{t(end)}|{n}|{nodes}|/tmp|"
+            f"{t((start or end or time.time()) - 5)}|{t(start)}|{t(end)}|{n}|{nodes}|/tmp|lab|"
             f"sbatch io.sh")
 
 

@@ -35,7 +35,7 @@ UNREACHABLE = "host=/nonexistent/slurm-io-socket-dir dbname=slurmio connect_time
 def _job_row(dsn: str, job: int) -> tuple | None:
     with psycopg.connect(dsn) as conn:
         return conn.execute("SELECT user_name, uid, nodes, exit_code, source, name "
-                            "FROM job WHERE job = %s", (job,)).fetchone()
+                            "FROM job WHERE job_raw = %s", (job,)).fetchone()
 
 
 def _show_times(capsys: pytest.CaptureFixture[str], label: str, times: list[float]) -> None:
@@ -249,7 +249,8 @@ def test_the_hook_needs_only_the_collector_role_and_users_cannot_read_the_queue(
     with psycopg.connect(db_dsn) as conn:
         conn.execute("SET ROLE notify_test_hook")
         assert hookspool.store_request(conn, hook_env(9101), time.time(), source="hook") == 9101
-        assert conn.execute("SELECT state FROM report_queue WHERE job = 9101").fetchone() == (
+        assert conn.execute("SELECT q.state FROM report_queue q JOIN job USING (job) "
+                            "WHERE job_raw = 9101").fetchone() == (
             "queued",)
         conn.execute("RESET ROLE")
         conn.commit()

@@ -70,7 +70,7 @@ def make_reporter(cfg: Config, *, builder: MailBuilder | None = None,
 
 def submit_of(dsn: str, job: int) -> float:
     with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT extract(epoch FROM submit)::float8 FROM job WHERE job = %s",
+        row = conn.execute("SELECT extract(epoch FROM submit)::float8 FROM job WHERE job_raw = %s",
                            (job,)).fetchone()
     assert row is not None
     return float(row[0])
@@ -179,7 +179,7 @@ def test_a_job_waits_for_sacct_to_call_it_final(db_dsn, smtp, tmp_path):
     run_until(reporter, lambda: sink.received)
     assert sink.by_job()[301][0].rcpt_tos == [f"alice@{DOMAIN}"]
     with psycopg.connect(db_dsn) as conn:
-        assert conn.execute("SELECT state, source FROM job WHERE job = 301").fetchone() == (
+        assert conn.execute("SELECT state, source FROM job WHERE job_raw = 301").fetchone() == (
             "COMPLETED", "sacct")
 
 

@@ -68,7 +68,7 @@ def test_unstorable_hook_records_are_quarantined_and_the_jobs_after_them_are_rep
 
     assert sorted(queue_rows(db_dsn)) == [8001, 8002, 8005]
     with psycopg.connect(db_dsn) as conn:
-        rows = dict(conn.execute("SELECT job, (name, account) FROM job").fetchall())
+        rows = dict(conn.execute("SELECT job_raw, (name, account) FROM job").fetchall())
     assert rows[8002] == ("x\\xffy", "research")
     assert rows[8001] == ("srun_direct", None)  # Slurm's (null) is no account
     assert hookspool.pending(str(spool)) == []

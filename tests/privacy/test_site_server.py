@@ -131,6 +131,7 @@ def test_every_command_works_for_the_documented_non_superuser_owner(site, pg_dsn
     assert usage["totals"]["write_bytes"] > 0
     assert "jobio top" in ok(as_owner("top", "--once", "--at", f"{DAY}T09:00:00+00:00"))
     with psycopg.connect(pg_dsn, dbname=database) as conn:
-        (job,) = conn.execute("SELECT job FROM job_io ORDER BY job LIMIT 1").fetchone()
+        (job,) = conn.execute("SELECT j.job_raw FROM job_io JOIN job j USING (job) "
+                              "ORDER BY job LIMIT 1").fetchone()
     assert f"Job {job}" in ok(as_owner(str(job)))
     assert "problem" in ok(as_owner("problems")).lower()

@@ -145,7 +145,7 @@ def test_the_job_end_hook_writes_over_tls_and_spools_through_a_black_hole(
     def stored() -> set[int]:
         with psycopg.connect(dsn) as conn:
             return {r[0] for r in conn.execute(
-                "SELECT job FROM job WHERE source = 'hook' AND job BETWEEN 9100 AND 9199")}
+                "SELECT job_raw FROM job WHERE source = 'hook' AND job_raw BETWEEN 9100 AND 9199")}
 
     relay.set("up")
     proc, _ = run_hook(hook_env(9101), wrapper)

@@ -29,6 +29,11 @@ def _job(job: int, end: float) -> JobRecord:
                      end - 100, end, "COMPLETED", "0:0", "/w", None, "sacct")
 
 
+def key(conn, raw: int) -> int:
+    """The row key of job `raw` (a surrogate since sql/0020)."""
+    return conn.execute("SELECT job FROM job WHERE job_raw = %s", (raw,)).fetchone()[0]
+
+
 def _seed(dsn: str, now: float) -> None:
     """An old job (400 days ago) and a recent one (2 days ago), each with stored figures,
     an hour row and LASSi hours; raw partitions of both days."""
@@ -40,10 +45,10 @@ def _seed(dsn: str, now: float) -> None:
             conn.execute(
                 "INSERT INTO job_io (job, uid, complete, totals, recovered, ambiguous, "
                 "by_target, by_node, timeline, quality) VALUES (%s, 1000, true, "
-                "'{\"read_bytes\": 1}', '{}', '{}', '{}', '{}', '[]', '{}')", (job,))
+                "'{\"read_bytes\": 1}', '{}', '{}', '{}', '{}', '[]', '{}')", (key(conn, job),))
             conn.execute("INSERT INTO job_io_hour (job, hour, fs, kind, uid, totals, recovered)"
                          " VALUES (%s, to_timestamp(%s), 'fs', 'OST', 1000, '{}', '{}')",
-                         (job, t - t % 3600))
+                         (key(conn, job), t - t % 3600))
             conn.execute("INSERT INTO lassi_fs_hour (fs, hour, risk_oss, risk_mds, risks, "
                          "n_jobs) VALUES ('fs', to_timestamp(%s), 0, 0, '{}', 1)",
                          (t - t % 3600,))
@@ -81,8 +86,9 @@ def test_prune_deletes_results_past_their_own_retention(db_dsn, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "lassi_fs_hour: 1 row(s) deleted" in r.stdout
     with psycopg.connect(db_dsn) as conn:
-        assert conn.execute("SELECT job FROM job_io").fetchall() == [(2,)]
-        assert conn.execute("SELECT job FROM job_io_hour").fetchall() == [(2,)]
+        assert conn.execute("SELECT job_raw FROM job_io JOIN job USING (job)").fetchall() == [(2,)]
+        assert conn.execute("SELECT job_raw FROM job_io_hour JOIN job USING (job)"
+                            ).fetchall() == [(2,)]
         assert conn.execute("SELECT count(*) FROM lassi_fs_hour").fetchone() == (1,)
         assert conn.execute("SELECT count(*) FROM job").fetchone() == (2,)  # records stay
 

@@ -1,0 +1,48 @@
+"""The rows sharing a raw job id and the clusters of nodes (thin SQL side of owners.py).
+
+A raw id names more than one job row when two clusters used it or a job was requeued
+(sql/0020); attribute.owners decides whose each delta is, this module fetches what it needs:
+one indexed lookup (job_raw) per job, and the node -> clusters map only when the id is shared
+or the database knows several clusters.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from slurm_io.attribute.core import DeltaRow, JobWindow
+from slurm_io.attribute.owners import Claimant, owner
+
+
+def claimants(conn: psycopg.Connection, raw: int) -> list[Claimant]:
+    """Every job row (cluster, run) with raw id `raw`."""
+    return [Claimant(*r) for r in conn.execute(
+        "SELECT job, cluster, extract(epoch FROM start_time)::float8, "
+        "extract(epoch FROM end_time)::float8 FROM job WHERE job_raw = %s", (raw,))]
+
+
+def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, frozenset[str]]:
+    """node -> the clusters whose jobs ran on it (cluster_host), for `nodes`."""
+    out: dict[str, set[str]] = {}
+    for name, cluster in conn.execute(
+            "SELECT h.name, c.cluster FROM cluster_host c JOIN host h USING (host_id) "
+            "WHERE h.name = ANY(%s)", (nodes,)):
+        out.setdefault(name, set()).add(cluster)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def own_deltas(conn: psycopg.Connection, j: JobWindow, rows: list[DeltaRow], now: float
+               ) -> list[DeltaRow]:
+    """Of `rows` (deltas naming j's raw id), those attribute.owners gives row `j`."""
+    if not rows:
+        return rows
+    rivals = claimants(conn, j.raw_id)
+    if len(rivals) <= 1 and conn.execute(
+            "SELECT count(*) <= 1 FROM (SELECT DISTINCT cluster FROM cluster_host) c"
+            ).fetchone() == (True,):
+        return rows
+    if not any(c.key == j.job for c in rivals):
+        rivals.append(Claimant(j.job, j.cluster or "", j.start, j.end))
+    where = node_clusters(conn, sorted({d.node for d in rows if d.node is not None}))
+    return [d for d in rows
+            if owner(d.node, d.ts_start, d.ts_end, rivals, where, now) == j.job]
