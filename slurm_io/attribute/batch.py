@@ -22,6 +22,7 @@ import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobIO, JobWindow, attribute
 from slurm_io.attribute.evidence import WINDOWS
+from slurm_io.attribute.shared_ids import Owners
 from slurm_io.attribute.sql import (
     DELTA_COLUMNS,
     MARGIN,
@@ -63,7 +64,8 @@ _RECOVERED_SQL = (
 _COMPETITORS_SQL = (
     "SELECT h.name, jn.uid, jn.job, extract(epoch FROM jn.start_time)::float8,"
     " extract(epoch FROM jn.end_time)::float8, j.uid, j.nodes,"
-    " extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8"
+    " extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8,"
+    " j.job_raw, j.cluster"
     " FROM unnest(%s::int[], %s::int[], %s::timestamptz[], %s::timestamptz[])"
     " AS w(host_id, uid, lo, hi)"
     " JOIN job_node jn ON jn.host_id = w.host_id AND jn.uid = w.uid"
@@ -108,9 +110,12 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
                                      list[DeltaRow]]]:
     """job -> (direct, recovered, competitors, evidence) as attribute_job fetches them."""
     out: dict[int, Any] = {}
-    # -- direct: deltas naming the job within a day of its run
-    spans = {j.job: (j.start - MARGIN, _run_end(j, now) + MARGIN)
-             for j in jobs if j.start is not None}
+    # -- direct: deltas naming the job's raw id within a day of its run (rows sharing a raw
+    # id -- another cluster, another run -- keep only the deltas attribute.owners gives them)
+    spans: dict[int, list[float]] = {}
+    for j in jobs:
+        if j.start is not None:
+            _widen(spans, j.raw_id, j.start - MARGIN, _run_end(j, now) + MARGIN)
     direct: dict[int, list[DeltaRow]] = defaultdict(list)
     if spans:
         keys = sorted(spans)
@@ -121,12 +126,14 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
             for d in delta_rows(cur):
                 if d.job is not None:
                     direct[d.job].append(d)
+    owned = Owners(conn, sorted(spans))
     for j in jobs:
         if j.start is None:
             out[j.job] = (direct_deltas(conn, j, now), [], [], [])
         else:
             a, b = _us(j.start - MARGIN), _us(_run_end(j, now) + MARGIN)
-            out[j.job] = ([d for d in direct.get(j.job, ()) if a <= d.ts_end <= b], [], [], [])
+            mine = [d for d in direct.get(j.raw_id, ()) if a <= d.ts_end <= b]
+            out[j.job] = (owned.of(j, mine, now), [], [], [])
     # -- recovered: `:uid:host` deltas on the job's nodes, widened by the evidence window
     w = WINDOWS[-1]
     host_ids = _host_ids(conn, {n for j in jobs for n in j.nodes})
@@ -170,12 +177,12 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
     node_jobs: dict[tuple[str, int], list[tuple[float | None, float | None, JobWindow]]] = \
         defaultdict(list)
     if comp_windows:
-        for name, uid, job, st, en, juid, nodes, jst, jen in conn.execute(
+        for name, uid, job, st, en, juid, nodes, jst, jen, raw, cluster in conn.execute(
                 _COMPETITORS_SQL, _pairs(comp_windows)):
             node_jobs[(name, uid)].append(
-                (st, en, JobWindow(job, juid, tuple(nodes or ()), jst, jen)))
+                (st, en, JobWindow(job, juid, tuple(nodes or ()), jst, jen, raw, cluster)))
     ev_windows: dict[int, list[float]] = {}
-    plans: dict[int, tuple[list[JobWindow], list[int], float, float]] = {}
+    plans: dict[int, tuple[list[JobWindow], list[int], float, float]] = {}  # others: raw ids
     for j in rec_jobs:
         narrow, wide = rec[j.job]
         if not narrow:
@@ -188,7 +195,7 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
                 if (st is not None and st < hi_us
                         and (en is None or en > lo_us) and c.job not in comp):
                     comp[c.job] = c
-        others = [c for c in comp if c != j.job]
+        others = sorted({c.raw_id for c in comp.values() if c.job != j.job})  # raw ids
         plans[j.job] = (list(comp.values()), others, lo, hi)
         if others:
             for o in others:
