@@ -146,7 +146,7 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
           top_n: int = 15, recompute: bool = False, now: float | None = None,
           progress: bool = False, log: Callable[[str], None] | None = None) -> Report:
     """Write the day's report into `out` (created); returns what was written."""
-    from slurm_io.attribute.sql import job_by_key
+    from slurm_io.attribute.sql import find_jobs
     from slurm_io.report.show import job_report, render
 
     say = log or (lambda _m: None)
@@ -201,7 +201,7 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
     bar_ctx = _bar(listed.items(), progress, f"job pages of {day}")
     with bar_ctx as items:
         for job, jobid in items:
-            infos = [i for i in [job_by_key(conn, job)] if i is not None]
+            infos = [i for i in find_jobs(conn, str(job)) if i.raw_id == job]  # LASSi: raw ids
             if not infos:
                 continue
             rep = job_report(conn, infos[0], now=now, resolution=interval)

@@ -59,11 +59,11 @@ def report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
     stored = stored_job_io(conn, info.job) if info.end is not None else None
     if stored is not None and (stored.complete or stored.current):
         return JobReport(info, stored.io, stored.complete, stored.revision, now,
-                         lassi_summary(conn, info.job))
+                         lassi_summary(conn, info.raw_id))
     io = attribute_job(conn, info.window, now=now, resolution=resolution)
     done_until = data_complete_until(conn)
     complete = (info.end is not None and done_until is not None and done_until >= info.end)
-    return JobReport(info, io, complete, None, now, lassi_summary(conn, info.job))
+    return JobReport(info, io, complete, None, now, lassi_summary(conn, info.raw_id))
 
 
 def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,

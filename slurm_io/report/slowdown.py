@@ -29,7 +29,7 @@ def _ts(t: float) -> datetime:
 def analyse(conn: psycopg.Connection, user: str, *, start: float, end: float,
             name: str | None = None, by_submit_line: bool = False) -> list[dict[str, Any]]:
     """Groups [{key, by, jobs: [...]}], the largest first; jobs sorted by start."""
-    q = ("SELECT job, jobid, name, submit_line, extract(epoch FROM start_time)::float8, "
+    q = ("SELECT job_raw, jobid, name, submit_line, extract(epoch FROM start_time)::float8, "
          "extract(epoch FROM end_time)::float8, nodes, state FROM job WHERE user_name = %s "
          "AND start_time IS NOT NULL AND end_time IS NOT NULL AND end_time > start_time "
          "AND start_time >= %s AND start_time <= %s")

@@ -133,7 +133,7 @@ def test_jobs_import_skips_bad_lines_keeps_them_for_admins_and_exits_0(db_dsn, t
             "(see jobio problems)") in out
     assert "Traceback" not in err and len(err.strip().splitlines()) == 3
     with psycopg.connect(db_dsn) as conn:
-        jobs = dict(conn.execute("SELECT job, (state, work_dir, name, account) FROM job"))
+        jobs = dict(conn.execute("SELECT job_raw, (state, work_dir, name, account) FROM job"))
         problems = conn.execute("SELECT origin, reason, record FROM problem "
                                 "WHERE source = 'sacct' ORDER BY id").fetchall()
     assert sorted(jobs) == [51, 52, 54, 55, 58]
@@ -196,7 +196,7 @@ def test_jobs_sync_keeps_the_lines_sacct_printed_but_could_not_be_stored(db_dsn,
     assert proc.returncode == 0, proc.stderr
     assert b"imported 2 jobs" in proc.stdout and b"skipped 1 bad line" in proc.stdout
     with psycopg.connect(db_dsn) as conn:
-        names = dict(conn.execute("SELECT job, name FROM job"))
+        names = dict(conn.execute("SELECT job_raw, name FROM job"))
         reasons = [r for (r,) in conn.execute("SELECT reason FROM problem WHERE source = 'sacct'")]
     assert names == {61: "job", 63: "\\xfe"}
     assert reasons == ["UID '²' is not a number"]
@@ -219,7 +219,7 @@ def test_a_record_the_database_refuses_costs_only_that_record(db_dsn):
                good._replace(job=75, jobid="75")]
     with psycopg.connect(db_dsn) as conn:
         counts, refused = upsert_isolated(conn, records, source="sacct")
-        stored = sorted(j for (j,) in conn.execute("SELECT job FROM job"))
+        stored = sorted(j for (j,) in conn.execute("SELECT job_raw FROM job"))
     assert stored == [71, 75] and counts.inserted == 2
     reasons = {p.origin: p.reason for p in refused}
     assert sorted(reasons) == ["job 72", "job 73", "job 74"]

@@ -71,7 +71,8 @@ def job_row(conn, job_id: int) -> dict:
 
 def job_nodes(conn, job_id: int) -> list[tuple[str, int | None]]:
     return conn.execute("SELECT h.name, jn.uid FROM job_node jn JOIN host h USING (host_id) "
-                        "WHERE jn.job = %s ORDER BY h.name", (job_id,)).fetchall()
+                        "JOIN job j USING (job) WHERE j.job_raw = %s ORDER BY h.name",
+                        (job_id,)).fetchall()
 
 
 def sacct_line(cluster: SlurmCluster, job_id: int) -> dict[str, str]:
