@@ -21,7 +21,7 @@
 # Re-run while up: ~1-2 s. After teardown-slurm-chroot.sh: restarts with the job history.
 #
 # Knobs (environment): ROOT=/var/lib/slurm-io-testbeds  MIRROR=http://deb.debian.org/debian
-#   PORT_BASE (24.11: 27000, 26.05: 37000; slurmd PORT_BASE+1.., slurmctld +817, slurmdbd
+#   CLUSTER and NODE_PREFIX (24.11: lab2411, trixie01..; 26.05: lab2605, sid01..), PORT_BASE (24.11: 27000, 26.05: 37000; slurmd PORT_BASE+1.., slurmctld +817, slurmdbd
 #   +819, MariaDB +306; the host's 22.05 testbed uses 17001.., 16817, 16819, 13306),
 #   EXTRA_PKGS, and every knob of setup-slurm.sh (NODES, HOOK_EPILOG_SLURMCTLD, PROBE, ...;
 #   hook paths are paths inside the chroot).
@@ -33,8 +33,8 @@
 set -euo pipefail
 RELEASE=${1:?usage: $0 24.11|26.05}
 case "$RELEASE" in
-  24.11|trixie) SUITE=trixie; def_base=27000 ;;
-  26.05|sid) SUITE=sid; def_base=37000 ;;
+  24.11|trixie) SUITE=trixie; def_base=27000; def_cluster=lab2411; def_prefix=trixie ;;
+  26.05|sid) SUITE=sid; def_base=37000; def_cluster=lab2605; def_prefix=sid ;;
   *) echo "unknown release $RELEASE (24.11 or 26.05; 22.05 is the host: setup-slurm.sh)" >&2
      exit 2 ;;
 esac
@@ -43,6 +43,10 @@ ROOT=${ROOT:-/var/lib/slurm-io-testbeds}
 DIR=$ROOT/$SUITE
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 PORT_BASE=${PORT_BASE:-$def_base}
+# each release's cluster its own name and node names (the host's 22.05: `lab`, node01..): two testbeds up at once
+# are two clusters on one filesystem, as slurm-io sees them (docs/jobs.md)
+CLUSTER=${CLUSTER:-$def_cluster}
+NODE_PREFIX=${NODE_PREFIX:-$def_prefix}
 PKGS=(munge slurm-wlm slurm-client slurmd slurmctld slurmdbd mariadb-server mariadb-client
       procps python3 python3-psycopg python3-hostlist ${EXTRA_PKGS:-})
 LAB_IN=/var/lib/slurm-testbed          # the lab's path inside the chroot
@@ -120,7 +124,7 @@ step_start "lab (setup-slurm.sh in chroot)"
 mkdir -p "$DIR/opt/slurm-io-testbed"
 install -m 755 "$HERE/setup-slurm.sh" "$DIR/opt/slurm-io-testbed/setup-slurm.sh"
 knobs=()
-for k in NODES CPUS_PER_NODE TEST_USERS ACCOUNT CLUSTER PROBE PROLOG_EPILOG_TIMEOUT \
+for k in NODES NODE_PREFIX CPUS_PER_NODE TEST_USERS ACCOUNT CLUSTER PROBE PROLOG_EPILOG_TIMEOUT \
          HOOK_PROLOG HOOK_EPILOG HOOK_PROLOG_SLURMCTLD HOOK_EPILOG_SLURMCTLD HOOK_JOBCOMP \
          HOOK_MAILPROG; do
   [ -n "${!k+x}" ] && knobs+=("$k=${!k}")
