@@ -147,7 +147,7 @@ class MailBuilder:
         t = (report.io.totals if isinstance(report, JobReport) else report.get("totals")) or {}
         total = int(t.get("read_bytes", 0)) + int(t.get("write_bytes", 0))
         small = s.policy == "above_size" and total < s.min_bytes
-        slurm = None if s.policy == "off" or small else self.lookup(info.job)
+        slurm = None if s.policy == "off" or small else self.lookup(info.raw_id)
         return decide(s.policy, user=info.user, slurm=slurm, total_bytes=total,
                       min_bytes=s.min_bytes, enabled=preferences.enabled(conn, info.uid),
                       to=address_for(info.user, slurm, domain=s.domain, address=s.address,

@@ -116,20 +116,31 @@ class Slurm:
         """`sacct -a -X -D -P --format=<fields>` (-D: every run of a requeued job) for a
         time window (-S/-E, sacct's local time) and/or job ids (-j); the text, for
         jobs.sacct.parse_sacct."""
+        ids = [_slurm_id(j) for j in jobs]  # before anything runs
         args = ["-a", "-X", "-D", "-P", f"--format={','.join(self.sacct_fields())}"]
         if window is not None:
             args += ["-S", window[0], "-E", window[1]]
-        if jobs:
-            args += ["-j", ",".join(str(int(j)) for j in jobs)]
+        if ids:
+            args += ["-j", ",".join(ids)]
         return self.run("sacct", args, timeout=timeout)
 
     def show_job(self, job: int, *, timeout: float | None = None) -> str | None:
         """`scontrol show job -o JOB` while the job is in slurmctld's memory; None when it
         is not (MinJobAge after its end) or scontrol cannot run."""
-        return self.try_run("scontrol", ["show", "job", "-o", str(int(job))], timeout=timeout)
+        return self.try_run("scontrol", ["show", "job", "-o", _slurm_id(job)], timeout=timeout)
 
     def sacct_mail(self, job: int, *, timeout: float | None = None) -> str | None:
         """`sacct -X -n -P -o JobIDRaw,MailUser,MailType -j JOB` (releases whose sacct has
         these fields); None when sacct cannot run or refuses them."""
-        return self.try_run("sacct", ["-X", "-n", "-P", "-j", str(int(job)),
+        return self.try_run("sacct", ["-X", "-n", "-P", "-j", _slurm_id(job),
                                       "-o", "JobIDRaw,MailUser,MailType"], timeout=timeout)
+
+
+def _slurm_id(job: int) -> str:
+    """A job id as Slurm reads it. Slurm parses ids into 32 bits, so a larger number would
+    wrap round to another job's id (2^32 + 4 -> 4): such a number -- a slurm-io row key
+    (sql/0020) given where a raw id belongs -- is refused, not passed on."""
+    n = int(job)
+    if not 0 < n < 2**32:
+        raise ValueError(f"not a Slurm job id: {n}")
+    return str(n)

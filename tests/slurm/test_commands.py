@@ -71,3 +71,19 @@ def test_the_config_names_the_commands_every_caller_uses(tmp_path):
     assert ReporterSettings.from_config(cfg).sacct == "/opt/slurm/bin/sacct"
     default = Slurm.from_config(config.Config())
     assert (default.sacct, default.scontrol) == ("/usr/bin/sacct", "/usr/bin/scontrol")
+
+
+@pytest.mark.parametrize("job", [0, 2**32, 2**32 + 4, -1])
+def test_a_number_slurm_would_wrap_round_never_reaches_slurm(tmp_path, job):
+    # Slurm reads job ids into 32 bits: 2^32 + 4 would be job 4. A row key (sql/0020) passed
+    # where a raw id belongs is refused before any command runs.
+    ran = tmp_path / "ran"
+    fake = tmp_path / "scontrol"
+    fake.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    fake.chmod(0o755)
+    s = Slurm(scontrol=str(fake), sacct=str(fake))
+    for call in (lambda: s.show_job(job), lambda: s.sacct_mail(job),
+                 lambda: s.sacct_jobs(jobs=[job])):
+        with pytest.raises(ValueError, match="not a Slurm job id"):
+            call()
+    assert not ran.exists()
