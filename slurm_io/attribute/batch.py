@@ -26,6 +26,7 @@ from slurm_io.attribute.shared_ids import Owners
 from slurm_io.attribute.sql import (
     DELTA_COLUMNS,
     MARGIN,
+    UPSERT_JOB_IO,
     JobInfo,
     _hour_rows,
     _ts,
@@ -261,18 +262,8 @@ def store_many(conn: psycopg.Connection, results: Sequence[tuple[JobWindow, JobI
                               d(io.by_time), io.n_direct, io.n_recovered))
         cols = ", ".join(_STAGE_COLS)
         cur.execute(
-            f"""INSERT INTO job_io ({cols}, computed_at, revision, data_until)
-                SELECT {cols}, now(), 1, %s FROM _jobio_io_stage
-                ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
-                  complete = EXCLUDED.complete, totals = EXCLUDED.totals,
-                  recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
-                  by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
-                  timeline = EXCLUDED.timeline, quality = EXCLUDED.quality,
-                  split = EXCLUDED.split, by_evidence = EXCLUDED.by_evidence,
-                  by_time = EXCLUDED.by_time, n_direct = EXCLUDED.n_direct,
-                  n_recovered = EXCLUDED.n_recovered,
-                  revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int,
-                  data_until = EXCLUDED.data_until""", (data_until,))
+            f"INSERT INTO job_io ({cols}, computed_at, revision, data_until) "
+            f"SELECT {cols}, now(), 1, %s FROM _jobio_io_stage " + UPSERT_JOB_IO, (data_until,))
         cur.execute("TRUNCATE _jobio_io_stage")
     store_hours(conn, list(last), [r for j, io, _ in last.values() for r in _hour_rows(j, io)])
 

@@ -262,6 +262,20 @@ def _hour_rows(j: JobWindow, io: JobIO) -> list[tuple[Any, ...]]:
             for (h, fs, kind), (tot, rec) in io.hours.items() if tot or rec]
 
 
+# Replacing a job's stored figures: the revision counts the times its totals changed
+# (docs/attribution.md); one clause for the single and the batch path (attribute.batch).
+UPSERT_JOB_IO = (
+    "ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(), "
+    "complete = EXCLUDED.complete, totals = EXCLUDED.totals, "
+    "recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous, "
+    "by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node, "
+    "timeline = EXCLUDED.timeline, quality = EXCLUDED.quality, split = EXCLUDED.split, "
+    "by_evidence = EXCLUDED.by_evidence, by_time = EXCLUDED.by_time, "
+    "n_direct = EXCLUDED.n_direct, n_recovered = EXCLUDED.n_recovered, "
+    "revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int, "
+    "data_until = EXCLUDED.data_until")
+
+
 def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bool, *,
                  hours: bool = True) -> int:
     """Store (replace) the job's figures and hours; returns the revision: 1 for the first,
@@ -275,17 +289,7 @@ def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bo
                                    data_until)
                VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
                        jobio_newest_ingest())
-               ON CONFLICT (job) DO UPDATE SET uid = EXCLUDED.uid, computed_at = now(),
-                 complete = EXCLUDED.complete, totals = EXCLUDED.totals,
-                 recovered = EXCLUDED.recovered, ambiguous = EXCLUDED.ambiguous,
-                 by_target = EXCLUDED.by_target, by_node = EXCLUDED.by_node,
-                 timeline = EXCLUDED.timeline, quality = EXCLUDED.quality,
-                 split = EXCLUDED.split, by_evidence = EXCLUDED.by_evidence,
-                 by_time = EXCLUDED.by_time, n_direct = EXCLUDED.n_direct,
-                 n_recovered = EXCLUDED.n_recovered,
-                 revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int,
-                 data_until = EXCLUDED.data_until
-               RETURNING revision""",
+               """ + UPSERT_JOB_IO + " RETURNING revision",
             (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
              json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
              json.dumps(io.timeline), json.dumps(io.quality), json.dumps(io.split),

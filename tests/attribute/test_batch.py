@@ -8,19 +8,13 @@ PostgreSQL.
 
 from __future__ import annotations
 
-from datetime import UTC
-
 import psycopg
 import pytest
 
 from slurm_io.attribute import batch
 from slurm_io.attribute.sql import attribute_job, pending_jobs, stored_job_io
-from slurm_io.collect import daemon
-from slurm_io.jobs.sacct import parse_sacct
-from slurm_io.jobs.store import upsert_jobs
-from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
 from slurm_io.simulate import simulate
-from slurm_io.store.spool import Spool
+from tests.attribute.simulated import load
 
 START = 1_795_100_000.0
 NOW = START + 86400
@@ -38,16 +32,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture
 def loaded(cluster, db_dsn, tmp_path):
-    link = daemon.DatabaseLink(lambda: psycopg.connect(db_dsn))
-    daemon.replay(cluster, state_dir=tmp_path, spool=Spool(tmp_path / "spool"), link=link,
-                  classify=ClassifyCache(JobIdGrammar()), period=120.0)
-    link.reset()
-    records, problems = parse_sacct((cluster / "sacct.txt").read_text(), tz=UTC)
-    assert not problems
-    with psycopg.connect(db_dsn) as conn:
-        upsert_jobs(conn, records)
-        conn.commit()
-    return db_dsn
+    return load(cluster, db_dsn, tmp_path)
 
 
 def test_batch_stores_what_each_job_gets_alone(loaded, monkeypatch):
