@@ -14,13 +14,6 @@ from slurm_io.attribute.core import DeltaRow, JobWindow
 from slurm_io.attribute.owners import Claimant, owner
 
 
-def claimants(conn: psycopg.Connection, raw: int) -> list[Claimant]:
-    """Every job row (cluster, run) with raw id `raw`."""
-    return [Claimant(*r) for r in conn.execute(
-        "SELECT job, cluster, extract(epoch FROM start_time)::float8, "
-        "extract(epoch FROM end_time)::float8 FROM job WHERE job_raw = %s", (raw,))]
-
-
 def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, frozenset[str]]:
     """node -> the clusters whose jobs ran on it (cluster_host), for `nodes`."""
     out: dict[str, set[str]] = {}
@@ -33,24 +26,14 @@ def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, froze
 
 def own_deltas(conn: psycopg.Connection, j: JobWindow, rows: list[DeltaRow], now: float
                ) -> list[DeltaRow]:
-    """Of `rows` (deltas naming j's raw id), those attribute.owners gives row `j`."""
-    if not rows:
-        return rows
-    rivals = claimants(conn, j.raw_id)
-    if len(rivals) <= 1 and conn.execute(
-            "SELECT count(*) <= 1 FROM (SELECT DISTINCT cluster FROM cluster_host) c"
-            ).fetchone() == (True,):
-        return rows
-    if not any(c.key == j.job for c in rivals):
-        rivals.append(Claimant(j.job, j.cluster or "", j.start, j.end))
-    where = node_clusters(conn, sorted({d.node for d in rows if d.node is not None}))
-    return [d for d in rows
-            if owner(d.node, d.ts_start, d.ts_end, rivals, where, now) == j.job]
+    """Of `rows` (deltas naming j's raw id), those attribute.owners gives row `j` (one job:
+    the batch's Owners over its single raw id)."""
+    return Owners(conn, [j.raw_id]).of(j, rows, now) if rows else rows
 
 
 class Owners:
-    """own_deltas for a batch of jobs: the rows of all their raw ids by one query, the node
-    -> clusters map once, instead of two queries per job (attribute.batch)."""
+    """Whose deltas are whose, for the jobs of some raw ids: every row with those ids (one
+    query) and the node -> clusters map once, for a batch (attribute.batch) or one job."""
 
     def __init__(self, conn: psycopg.Connection, raws: list[int]) -> None:
         self._conn = conn
