@@ -101,7 +101,9 @@ def run(scenario: str, seed: int, base: str, work: Path, breakdown: bool = False
         if breakdown:
             from bench.accuracy_breakdown import breakdown as explain
 
-            r["breakdown"] = explain(sim, splits, r["rows"])
+            # splits name jobs by row key (sql/0020); the oracle by raw id (Lustre's %j)
+            raw = dict(conn.execute("SELECT job, job_raw FROM job").fetchall())
+            r["breakdown"] = explain(sim, splits, r["rows"], raw)
     return r
 
 

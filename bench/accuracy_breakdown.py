@@ -56,8 +56,10 @@ def true_split(oracle: Oracle, node: str, target: str, uid: int, a: float, b: fl
     return dict(out), dict(phases)
 
 
-def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Misplaced bytes (sum over deltas and jobs of |given - true|) per rule and per cause."""
+def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
+              raw: dict[int, int]) -> dict[str, Any]:
+    """Misplaced bytes (sum over deltas and jobs of |given - true|) per rule and per cause.
+    `raw`: job row key -> raw id (the splits name row keys, the oracle and truth raw ids)."""
     oracle, seen = load_oracle(sim / "oracle.jsonl")
     truth = json.loads((sim / "truth.json").read_text())["jobs"]
     array_of = {int(k): v["job_id"].split("_")[0] if "_" in v["job_id"] else None
@@ -76,10 +78,11 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]]) -> 
     once = {}
     for key, s in splits.items():  # one split per delta and facet (the batch's first)
         once.setdefault(key[:6], s)
-    for key, s in once.items():
+    for key, split in once.items():
         node, target, a, b, uid, i = key
-        if i == 2 or len(s.fractions) < 2:
+        if i == 2 or len(split.fractions) < 2:
             continue
+        s = split._replace(fractions={raw.get(k, k): f for k, f in split.fractions.items()})
         tru, phases = true_split(oracle, node, target, uid, a, b, i)
         total = sum(tru.values())
         if total <= 0:
