@@ -142,8 +142,9 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     # printing its id "then" means after the blind entry was created (start_time, when it
     # was created inside the interval): a job whose own entry was last updated before that
     # printed its id until the ids went missing, and may well own the blind part after it
-    created = effective(d, created=True)[0]
-    seen = [c for c in active if evidence.seen(d.node, c.job, kind, a, b, after=created)]
+    during = _blind_span(d)
+    seen = [] if during is None else [
+        c for c in active if evidence.seen(d.node, c.job, kind, a, b, *during)]
     if seen and len(seen) < len(active):
         # the seen ones printed their own id then: the blind delta is the others'
         unseen = [c for c in active if c not in seen]
@@ -183,6 +184,22 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         if sum(weights.values()) > 0:
             return weights, frozenset()
     return None
+
+
+def _blind_span(d: DeltaRow) -> Interval | None:
+    """When the blind entry is known to have been written to within the read interval:
+    from its creation (start_time, or the interval's start for an entry older than it) to
+    its last update (snapshot_time). None where either time is missing or not wall-clock
+    (before 2.15.2 there is no start_time; 2.15.0-2.15.1 count from boot).
+
+    A candidate whose own entry was updated strictly inside that span printed its id while
+    the blind entry was being written, so its processes were not all blind then: rule 0
+    rules it out. An update before the creation or after the last blind update says nothing
+    (a node-wide stretch of missing ids began or ended in the interval)."""
+    start, end, lu = d.entry_start, d.ts_end, d.last_update
+    if start is None or lu is None or not d.ts_start < lu <= end or start > lu:
+        return None
+    return max(start, d.ts_start), lu
 
 
 def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weights | None,

@@ -129,11 +129,12 @@ class Evidence:
         self._span = max((r.t1 - r.t0 for v in self._rows.values() for r in v), default=0.0)
 
     def seen(self, node: str, job: int, kind: str | None, a: float, b: float,
-             after: float | None = None) -> bool:
+             after: float | None = None, before: float | None = None) -> bool:
         """Whether the job moved anything by its own id on `node` and `kind` (any kind when
         None) during (a, b): a row with data at least half of whose interval lies in (a, b)
         (servers read at different times, so a neighbouring interval overlaps a little),
-        and, with `after`, whose entry was last updated after that time."""
+        and, with `after` (`before`), whose entry was last updated after (before) that
+        time."""
         rows = self._rows.get((node, job))
         if not rows:
             return False
@@ -142,7 +143,7 @@ class Evidence:
                 break
             if (kind is None or r.kind == kind) and any(r.m) and (
                     overlap(r.t0, r.t1, a, b) > 0.5 * (r.t1 - r.t0)) and (
-                    after is None or r.t1 > after):
+                    after is None or r.t1 > after) and (before is None or r.t1 < before):
                 return True
         return False
 

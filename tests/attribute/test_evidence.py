@@ -48,6 +48,8 @@ def ev(*rows):
 
 
 BLIND = row(4000, 4120, wb=400)
+BOTH_OPENED = (row(4000, 4120, job=1, target="fs-MDT0000", opens=5),
+               row(4000, 4120, job=2, target="fs-MDT0000", opens=5))
 
 
 def test_split_follows_each_jobs_own_rate_around_the_blind_interval():
@@ -120,12 +122,38 @@ def test_rows_are_aligned_by_time_not_by_read():
 
 
 def test_a_job_seen_by_its_own_id_during_the_blind_interval_is_not_its_owner():
-    # job 2 printed its own id while the delta was written; job 1 did not: job 1's
+    # the blind entry was written to from 4010 (start_time) to 4110 (snapshot_time); job 2's
+    # own entry was updated at 4060, in between: job 2 printed its id while the delta was
+    # written (its processes were not blind); job 1 did not: job 1's
+    blind = row(4000, 4120, wb=400, last=4110)._replace(entry_start=4010.0)
     e = ev(*direct_around(1, 3400, 4720, per_read=300), *direct_around(2, 3400, 4720,
                                                                        per_read=300),
-           row(4000, 4120, job=2, wb=300))
-    s = split(BLIND, WRITE, [A, B], e, [], now=20000)
+           row(4000, 4120, job=2, wb=300, last=4060))
+    s = split(blind, WRITE, [A, B], e, [], now=20000)
     assert s.rule == EVIDENCE and s.fractions == {1: 1.0, 2: 0.0}
+
+
+def test_a_job_whose_id_came_back_after_the_blind_entry_stopped_may_own_it():
+    # a node-wide stretch of missing ids ended at 4070 (the blind entry's last update): job 2
+    # printed its id again after that (last update 4110). That says nothing of who wrote
+    # the blind bytes before 4070; the rates around decide (300 and 300 per read: half
+    # each; both opened files by their id on the MDT then, so neither was idle)
+    blind = row(4000, 4120, wb=400, last=4070)._replace(entry_start=3000.0)
+    e = ev(*direct_around(1, 3400, 4720, per_read=300), *direct_around(2, 3400, 4720,
+                                                                       per_read=300),
+           row(4000, 4120, job=2, wb=300, last=4110), *BOTH_OPENED)
+    s = split(blind, WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE and s.fractions[1] == pytest.approx(0.5)
+
+
+def test_without_the_blind_entrys_start_and_last_update_no_job_is_ruled_out_by_its_id():
+    # before Lustre 2.15.2 there is no start_time: whether job 2 printed its id before the
+    # ids went missing, or while they were missing, cannot be told; the rates decide
+    e = ev(*direct_around(1, 3400, 4720, per_read=300), *direct_around(2, 3400, 4720,
+                                                                       per_read=300),
+           row(4000, 4120, job=2, wb=300, last=4060), *BOTH_OPENED)
+    s = split(row(4000, 4120, wb=400, last=4110), WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE and s.fractions[1] == pytest.approx(0.5)
 
 
 def test_blind_stretches_are_not_counted_as_observed_time():
@@ -267,8 +295,10 @@ def test_a_job_that_printed_its_id_only_until_the_blind_entry_was_created_may_ow
     s = split(blind, WRITE, [A, B], e, [], now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions[1] == pytest.approx(0.75) and s.fractions[2] == pytest.approx(0.25)
-    # the same row updated after the blind entry was created: job 1 was printing its id then
+    # the same row updated after the blind entry was created and before its last update
+    # (4115): job 1 was printing its id while the blind entry was written
     e2 = ev(*direct_around(1, 3400, 4720, per_read=300), row(4000, 4120, job=1, wb=150,
                                                              last=4100),
             *direct_around(2, 3400, 4720, per_read=100), busy2)
-    assert split(blind, WRITE, [A, B], e2, [], now=20000).fractions == {1: 0.0, 2: 1.0}
+    still = blind._replace(last_update=4115.0)
+    assert split(still, WRITE, [A, B], e2, [], now=20000).fractions == {1: 0.0, 2: 1.0}
