@@ -7,10 +7,11 @@ What the data does say is what each job did by its own id on that node just befo
 after the blind stretch: the collectors keep reading the jobs' own entries whenever the id is
 intact. The rule, per delta and per facet (read bytes, write bytes, other operations):
 
-0. A candidate seen moving data by its own id on that node and target kind during the delta's
-   interval, its entry updated after the blind entry was created (start_time), was
-   printing its id then: when some candidates were seen and others not, the
-   delta is divided among the others only (by the rules below, or by time among them).
+0. A candidate seen moving data by its own id on that node and target kind while the blind
+   entry was being written (after its start_time, before its snapshot_time) was printing
+   its id then: when some candidates were seen and others not, the delta is divided among
+   the others only (by the rules below, or by time among them). An update outside that
+   span says nothing: a node-wide stretch of missing ids began or ended in the interval.
    Likewise, when some candidates did I/O by their id on the other target kind then (a job
    in an I/O phase opens and closes files) and others did none, the delta goes to the busy.
 1. Window: the intervals around the delta, [a - W, b + W], minus every stretch in which the
