@@ -146,7 +146,12 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     during = _blind_span(d)
     seen = [] if during is None else [
         c for c in active if evidence.seen(d.node, c.job, kind, a, b, *during)]
-    if seen and len(seen) < len(active):
+    # ... and some candidate printed nothing by its id after the blind entry was created
+    # (where every candidate printed its id, some processes of one of them may have lost
+    # theirs: when each updated its entry last says nothing of which)
+    quiet = seen and any(not evidence.seen(d.node, c.job, kind, a, b, after=during[0])
+                         for c in active if c not in seen)
+    if quiet:
         # the seen ones printed their own id then: the blind delta is the others'
         unseen = [c for c in active if c not in seen]
         return _ruled_out(seen, unseen, _evidence_weights(d, i, unseen, runs, over, evidence,

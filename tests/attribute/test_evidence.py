@@ -146,6 +146,20 @@ def test_a_job_whose_id_came_back_after_the_blind_entry_stopped_may_own_it():
     assert s.rule == EVIDENCE and s.fractions[1] == pytest.approx(0.5)
 
 
+def test_when_every_candidate_printed_its_id_none_is_ruled_out_by_when_it_did():
+    # some processes of one job lost their id (started outside srun) while the others kept
+    # it: the blind entry lives on next to both jobs' own entries. Job 1's last update
+    # (4060) fell inside the blind entry's span, job 2's (4115) after it: that says
+    # nothing of whose processes were blind; the rates decide (300 and 300: half each)
+    blind = row(4000, 4120, wb=400, last=4110)._replace(entry_start=3000.0)
+    e = ev(*direct_around(1, 3400, 4720, per_read=300), *direct_around(2, 3400, 4720,
+                                                                       per_read=300),
+           row(4000, 4120, job=1, wb=300, last=4060), row(4000, 4120, job=2, wb=300,
+                                                          last=4115))
+    s = split(blind, WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE and s.fractions[1] == pytest.approx(0.5)
+
+
 def test_without_the_blind_entrys_start_and_last_update_no_job_is_ruled_out_by_its_id():
     # before Lustre 2.15.2 there is no start_time: whether job 2 printed its id before the
     # ids went missing, or while they were missing, cannot be told; the rates decide
