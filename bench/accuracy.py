@@ -44,6 +44,7 @@ START = 1_795_000_000.0
 SCENARIOS: dict[str, dict[str, Any]] = {
     "default": {"hours": 6, "n_nodes": 64, "jobs_per_hour": 20},
     "dense": {"hours": 6, "n_nodes": 32, "jobs_per_hour": 40},
+    "leaky": {"hours": 6, "n_nodes": 32, "jobs_per_hour": 40},
 }
 
 
@@ -141,7 +142,8 @@ def report(scenario: str, r: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", choices=("default", "dense", "both"), default="both")
+    ap.add_argument("--scenario", choices=("default", "dense", "leaky", "both", "all"),
+                    default="both", help="both: default and dense; all: the three")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dsn")
     ap.add_argument("--breakdown", action="store_true",
@@ -157,7 +159,8 @@ def main() -> None:
         server = EmbeddedPostgres(work / "pg-state")
         base = server.ensure()
     try:
-        names = ("default", "dense") if args.scenario == "both" else (args.scenario,)
+        names = {"both": ("default", "dense"), "all": ("default", "dense", "leaky")
+                 }.get(args.scenario, (args.scenario,))
         for name in names:
             report(name, run(name, args.seed, base, work, args.breakdown))
     finally:

@@ -7,13 +7,12 @@ What the data does say is what each job did by its own id on that node just befo
 after the blind stretch: the collectors keep reading the jobs' own entries whenever the id is
 intact. The rule, per delta and per facet (read bytes, write bytes, other operations):
 
-0. A candidate seen moving data by its own id on that node and target kind while the blind
-   entry was being written (after its start_time, before its snapshot_time) was printing
-   its id then: when some candidates were seen and others not, the delta is divided among
-   the others only (by the rules below, or by time among them). An update outside that
-   span says nothing: a node-wide stretch of missing ids began or ended in the interval.
-   Likewise, when some candidates did I/O by their id on the other target kind then (a job
-   in an I/O phase opens and closes files) and others did none, the delta goes to the busy.
+0. When some candidates did I/O by their id on that node during the delta's interval (on
+   either target kind: a job in an I/O phase opens and closes files on the MDT while the
+   OSTs are blind) and others did none, the delta goes to the busy. That a candidate
+   printed its id on the delta's own kind then does not rule it out: its other processes
+   may have lost theirs (ranks started outside srun), and a node-wide stretch of missing
+   ids that begins or ends inside the interval shows its owner printing too.
 1. Window: the intervals around the delta, [a - W, b + W], minus every stretch in which the
    uid's activity on that node and target kind was itself blind (its `:uid:host` deltas),
    for the first W of WINDOWS at which every candidate was observed >= MIN_OBSERVED seconds
@@ -140,22 +139,6 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return None
     a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
     kind = target_kind(d.target)
-    # printing its id "then" means after the blind entry was created (start_time, when it
-    # was created inside the interval): a job whose own entry was last updated before that
-    # printed its id until the ids went missing, and may well own the blind part after it
-    during = _blind_span(d)
-    seen = [] if during is None else [
-        c for c in active if evidence.seen(d.node, c.job, kind, a, b, *during)]
-    # ... and some candidate printed nothing by its id after the blind entry was created
-    # (where every candidate printed its id, some processes of one of them may have lost
-    # theirs: when each updated its entry last says nothing of which)
-    quiet = seen and any(not evidence.seen(d.node, c.job, kind, a, b, after=during[0])
-                         for c in active if c not in seen)
-    if quiet:
-        # the seen ones printed their own id then: the blind delta is the others'
-        unseen = [c for c in active if c not in seen]
-        return _ruled_out(seen, unseen, _evidence_weights(d, i, unseen, runs, over, evidence,
-                                                           blind), over)
     busy = [c for c in active if evidence.seen(d.node, c.job, None, a, b)]
     if busy and len(busy) < len(active):
         # the others did no I/O at all by their id then (on the other kind, not blind)
@@ -190,22 +173,6 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         if sum(weights.values()) > 0:
             return weights, frozenset()
     return None
-
-
-def _blind_span(d: DeltaRow) -> Interval | None:
-    """When the blind entry is known to have been written to within the read interval:
-    from its creation (start_time, or the interval's start for an entry older than it) to
-    its last update (snapshot_time). None where either time is missing or not wall-clock
-    (before 2.15.2 there is no start_time; 2.15.0-2.15.1 count from boot).
-
-    A candidate whose own entry was updated strictly inside that span printed its id while
-    the blind entry was being written, so its processes were not all blind then: rule 0
-    rules it out. An update before the creation or after the last blind update says nothing
-    (a node-wide stretch of missing ids began or ended in the interval)."""
-    start, end, lu = d.entry_start, d.ts_end, d.last_update
-    if start is None or lu is None or not d.ts_start < lu <= end or start > lu:
-        return None
-    return max(start, d.ts_start), lu
 
 
 def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weights | None,

@@ -51,6 +51,11 @@ class IdPlan:
     p_trailing: float  # per (job, node, bucket): `123:` or `123:uid:` (host or uid lost)
     # (node, bucket) -> form, so that even a short run shows every rare form at least once
     forced: tuple[tuple[tuple[str, int], str], ...] = ()
+    # processes of a job that lost `%j` for the job's whole life (started outside srun, e.g.
+    # ranks launched over ssh and adopted by pam_slurm_adopt, without SLURM_JOB_ID): the
+    # share of jobs with such processes, and the share of those jobs' increments they do
+    leaky_jobs: float = 0.0
+    leaky_part: float = 0.0
 
 
 def expand(pattern: str, *, job: str, uid: int, host: str, exe: str) -> str:
@@ -93,6 +98,8 @@ def plan_ids(
     pinned: str | None = None,
     pinned_at: float | None = None,
     episodes_per_hour: float = 1.3,
+    leaky_jobs: float = 0.0,
+    leaky_part: float = 0.0,
 ) -> IdPlan:
     """Draw the id failure plan of one simulated cluster.
 
@@ -100,7 +107,8 @@ def plan_ids(
     of the compute nodes at once. The FQDN / `%j` / `%j:%u` nodes are drawn among `busy` nodes
     (those that run jobs) so that their forms show up in short runs too. `pinned` is a node
     that is known to run jobs from `pinned_at` on: each rare transient form is forced there
-    once, in consecutive buckets.
+    once, in consecutive buckets. `leaky_jobs` / `leaky_part`: IdPlan's per-process losses
+    (decided by hashes, so they draw nothing from `rng`: the other draws stay the same).
     """
     n = len(nodes)
     pool = [nd for nd in (busy or nodes) if nd != pinned] or [nd for nd in nodes if nd != pinned]
@@ -123,7 +131,16 @@ def plan_ids(
         first = int(pinned_at // BROKEN_BUCKET) + 1
         forms = ("duplicated", "overwritten", "job:", "job:uid:")
         forced = tuple(((pinned, first + i), form) for i, form in enumerate(forms))
-    return IdPlan(fqdn, job_only, job_uid, tuple(episodes), 0.003, 0.012, forced)
+    return IdPlan(fqdn, job_only, job_uid, tuple(episodes), 0.003, 0.012, forced,
+                  leaky_jobs, leaky_part)
+
+
+def _leaked(plan: IdPlan, job: int, node: str, t: float, kind: str) -> bool:
+    """Whether the increment at `t` came from a process of `job` that never had its id:
+    such a job's own entries and its `:uid:host` entry grow side by side all its life."""
+    if plan.leaky_jobs <= 0 or unit_hash("leaky", job) >= plan.leaky_jobs:
+        return False
+    return unit_hash("leaked", job, node, kind, round(t, 3)) < plan.leaky_part
 
 
 def _in_episode(plan: IdPlan, t: float, node: str, kind: str) -> bool:
@@ -184,7 +201,7 @@ def compute_node_id(
             printed, id_class = f"{j}:", IdClass.JOB_ONLY
         elif form == "job:uid:":
             printed, id_class = f"{j}:{uid}:", IdClass.JOB_UID
-        elif _in_episode(plan, t, node, kind):
+        elif _in_episode(plan, t, node, kind) or _leaked(plan, job, node, t, kind):
             printed = expand(pattern, job="", uid=uid, host=host, exe=exe)
             id_class = IdClass.JOB_MISSING
     return printed, (IdClass.SYSTEM if uid < 1000 else id_class)

@@ -274,7 +274,9 @@ def simulate(
     busy = tuple(sorted({nd for j in workload.jobs for nd in j.nodes}))
     plan = plan_ids(random.Random(f"{seed}:ids"), workload.nodes, io_start, io_end, busy=busy,
                     pinned=workload.nodes[0], pinned_at=workload.planted_at,
-                    episodes_per_hour=SCENARIOS[scenario].episodes_per_hour)
+                    episodes_per_hour=SCENARIOS[scenario].episodes_per_hour,
+                    leaky_jobs=SCENARIOS[scenario].leaky_jobs,
+                    leaky_part=SCENARIOS[scenario].leaky_part)
     io_rng = random.Random(f"{seed}:io")
     jitter_rng = random.Random(f"{seed}:jitter")
 
