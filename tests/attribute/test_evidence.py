@@ -121,31 +121,27 @@ def test_rows_are_aligned_by_time_not_by_read():
     assert s.fractions[2] == pytest.approx(2965 / 5965)
 
 
-def test_a_job_printing_its_id_while_the_blind_entry_is_written_may_still_own_it():
+@pytest.mark.parametrize(("blind_from", "blind_last", "own_last", "rate1", "share1"), [
     # some processes of job 2 lost their id (ranks started outside srun) while the others
     # kept it: job 2's own entry was updated at 4060, inside the blind entry's span
-    # (4010-4110). That does not make the blind bytes job 1's; the rates around decide
-    # (job 1 100 per read, job 2 300: a quarter and three quarters)
-    blind = row(4000, 4120, wb=400, last=4110)._replace(entry_start=4010.0)
-    e = ev(*direct_around(1, 3400, 4720, per_read=100), *direct_around(2, 3400, 4720,
-                                                                       per_read=300),
-           row(4000, 4120, job=2, wb=300, last=4060), *BOTH_OPENED)
+    # (4010-4110); job 1 100 per read, job 2 300 around: a quarter to job 1
+    (4010.0, 4110.0, 4060.0, 100, 0.25),
+    # a node-wide stretch of missing ids ended at 4070 (the blind entry's last update) and
+    # job 2 printed its id again after it (4110): equal rates, half each
+    (3000.0, 4070.0, 4110.0, 300, 0.5),
+])
+def test_a_job_printing_its_id_during_the_blind_interval_may_still_own_it(
+        blind_from, blind_last, own_last, rate1, share1):
+    # job 2 printing its id on the OSTs then does not make the blind bytes job 1's: the
+    # rates around decide (both opened files by their id on the MDT, so neither was idle)
+    blind = row(4000, 4120, wb=400, last=blind_last)._replace(entry_start=blind_from)
+    e = ev(*direct_around(1, 3400, 4720, per_read=rate1), *direct_around(2, 3400, 4720,
+                                                                         per_read=300),
+           row(4000, 4120, job=2, wb=300, last=own_last), *BOTH_OPENED)
     s = split(blind, WRITE, [A, B], e, [], now=20000)
     assert s.rule == EVIDENCE
-    assert s.fractions[1] == pytest.approx(0.25) and s.fractions[2] == pytest.approx(0.75)
-
-
-def test_a_job_whose_id_came_back_after_the_blind_entry_stopped_may_own_it():
-    # a node-wide stretch of missing ids ended at 4070 (the blind entry's last update): job 2
-    # printed its id again after that (last update 4110). That says nothing of who wrote
-    # the blind bytes before 4070; the rates around decide (300 and 300 per read: half
-    # each; both opened files by their id on the MDT then, so neither was idle)
-    blind = row(4000, 4120, wb=400, last=4070)._replace(entry_start=3000.0)
-    e = ev(*direct_around(1, 3400, 4720, per_read=300), *direct_around(2, 3400, 4720,
-                                                                       per_read=300),
-           row(4000, 4120, job=2, wb=300, last=4110), *BOTH_OPENED)
-    s = split(blind, WRITE, [A, B], e, [], now=20000)
-    assert s.rule == EVIDENCE and s.fractions[1] == pytest.approx(0.5)
+    assert s.fractions[1] == pytest.approx(share1)
+    assert s.fractions[2] == pytest.approx(1 - share1)
 
 
 def test_blind_stretches_are_not_counted_as_observed_time():
