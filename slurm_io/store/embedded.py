@@ -53,13 +53,18 @@ import os
 import pwd
 import re
 import shutil
-import stat
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
 
+from slurm_io.store.embedded_host import (
+    make_state_dir,
+    prepare_dirs,
+    run_tool,
+    running_pid,
+    server_account,
+)
 from slurm_io.store.embedded_setup import (
     BINDIR_ENV,
     DATABASE,
@@ -74,7 +79,6 @@ from slurm_io.store.embedded_setup import (
     EmbeddedPostgresError,
     PostgresNotInstalled,
     _Account,
-    _create_system_account,
     _current_user_name,
     auth_files,
     find_bindir,
@@ -125,7 +129,7 @@ class EmbeddedPostgres:
         if self._foreign():
             return make_conninfo(self.conninfo, user=_current_user_name())
         with self._locked():
-            account = self._prepare_dirs()
+            account = prepare_dirs(self.pg_dir, self.socket_dir, self.log_dir, self.data_dir)
             if not self._initialized():
                 self._initdb(account)
             self._start_or_sync(account)
@@ -136,7 +140,7 @@ class EmbeddedPostgres:
     def start(self) -> None:
         """Start an initialised cluster (no-op when running). Use `ensure()` to also init."""
         with self._locked():
-            account = self._prepare_dirs()
+            account = prepare_dirs(self.pg_dir, self.socket_dir, self.log_dir, self.data_dir)
             if not self._initialized():
                 raise EmbeddedPostgresError(
                     f"no cluster in {self.data_dir}; initialise it with ensure()"
@@ -148,9 +152,9 @@ class EmbeddedPostgres:
         if not self.pg_dir.is_dir():
             return
         with self._locked():
-            if self._running_pid() is None:
+            if running_pid(self.data_dir) is None:
                 return
-            account = self._account()
+            account = server_account(self.data_dir)
             self._run(
                 [self._bin("pg_ctl"), "stop", "-D", str(self.data_dir), "-m", "fast", "-w",
                  "-t", "120", "-s"],
@@ -160,7 +164,7 @@ class EmbeddedPostgres:
     def status(self) -> dict[str, object]:
         """What `jobio db status` shows: state, pid, locations, version, account."""
         initialized = self._initialized()
-        pid = self._running_pid() if initialized else None
+        pid = running_pid(self.data_dir) if initialized else None
         version = None
         if initialized:
             version = (self.data_dir / "PG_VERSION").read_text().strip()
@@ -194,7 +198,7 @@ class EmbeddedPostgres:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Hold an exclusive flock on pg/.lock (released by the kernel if we die)."""
-        self._make_state_dir()
+        make_state_dir(self.state_dir)
         self.pg_dir.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -202,19 +206,6 @@ class EmbeddedPostgres:
             yield
         finally:
             os.close(fd)  # closing releases the lock
-
-    def _make_state_dir(self) -> None:
-        """Create the state directory; as root make what we create enterable (0755)."""
-        missing: list[Path] = []
-        path = self.state_dir
-        while not path.exists():
-            missing.append(path)
-            path = path.parent
-        mode = 0o755 if os.geteuid() == 0 else 0o700
-        for path in reversed(missing):
-            with contextlib.suppress(FileExistsError):
-                path.mkdir()
-                os.chmod(path, mode)
 
     def _foreign(self) -> bool:
         """True when we are neither root nor the owner of an existing pg/ directory."""
@@ -224,67 +215,6 @@ class EmbeddedPostgres:
             return self.pg_dir.stat().st_uid != os.geteuid()
         except OSError:
             return False  # nothing there yet (or unreachable: the normal path reports it)
-
-    def _prepare_dirs(self) -> _Account | None:
-        """Create pg/ (0711), run/ (0755) and log/ (0700), owned by the server account.
-
-        run/ is open to every local user because authentication is `peer` (see the module
-        docstring); pg/ lets them pass through to it without listing it.
-        """
-        account = self._account()
-        for path, mode in ((self.pg_dir, 0o711), (self.socket_dir, 0o755),
-                           (self.log_dir, 0o700)):
-            path.mkdir(mode=0o700, exist_ok=True)
-            os.chmod(path, mode)
-            if account is not None:
-                st = path.stat()
-                if (st.st_uid, st.st_gid) != (account.uid, account.gid):
-                    os.chown(path, account.uid, account.gid)
-        if account is not None:
-            self._check_traversable(account)
-        return account
-
-    def _account(self) -> _Account | None:
-        """The account to run the server as; None means the current (non-root) user.
-
-        An existing cluster keeps running as the owner of its data directory; a new one uses
-        `postgres`, or a `slurmio` system account when `postgres` does not exist.
-        """
-        if os.geteuid() != 0:
-            return None
-        if self.data_dir.exists():
-            uid = self.data_dir.stat().st_uid
-            if uid == 0:
-                raise EmbeddedPostgresError(
-                    f"{self.data_dir} is owned by root; PostgreSQL cannot run as root"
-                )
-            return _Account.from_pwd(pwd.getpwuid(uid))
-        try:
-            entry = pwd.getpwnam(SERVICE_ACCOUNT)
-        except KeyError:
-            try:
-                entry = pwd.getpwnam(FALLBACK_ACCOUNT)
-            except KeyError:
-                entry = _create_system_account(FALLBACK_ACCOUNT)
-        return _Account.from_pwd(entry)
-
-    def _check_traversable(self, account: _Account) -> None:
-        """Fail clearly when the server account cannot reach pg/ (we never chmod parents)."""
-        for parent in self.pg_dir.parents:
-            st = parent.stat()
-            if st.st_uid == account.uid:
-                ok = st.st_mode & stat.S_IXUSR
-            elif st.st_gid in account.groups:
-                ok = st.st_mode & stat.S_IXGRP
-            else:
-                ok = st.st_mode & stat.S_IXOTH
-            if not ok:
-                raise EmbeddedPostgresError(
-                    f"the embedded PostgreSQL runs as {account.name!r}, which cannot enter "
-                    f"{parent} (mode {stat.filemode(st.st_mode)}); choose a state directory "
-                    f"below enterable directories (SLURM_IO_STATE_DIR, default for root: "
-                    f"/var/lib/slurm-io) or grant it search permission (chmod o+x {parent})"
-                )
 
     # -- server operations ----------------------------------------------------------------------
 
@@ -334,7 +264,7 @@ class EmbeddedPostgres:
 
     def _start_or_sync(self, account: _Account | None) -> None:
         """Start the server, or make a running one use our authentication files."""
-        if self._running_pid() is None:
+        if running_pid(self.data_dir) is None:
             self._start(account)
         elif self._write_auth(account):
             # A cluster made by an older slurm-io (trust) or a hand edit: apply ours now.
@@ -377,69 +307,6 @@ class EmbeddedPostgres:
                 conn.execute(f'CREATE DATABASE "{DATABASE}"')
         self._db_marker.touch(mode=0o600)
 
-    def _running_pid(self) -> int | None:
-        """Pid of the live postmaster of this data dir, read from postmaster.pid.
-
-        Cheaper than `pg_ctl status` (no subprocess), which matters because every `jobio`
-        invocation using the embedded default passes through here. A pid file left by a
-        crash or reboot is recognised by its pid being gone or not being a postgres process.
-        """
-        try:
-            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
-            pid = int(lines[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass  # alive, owned by another account
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return pid  # no /proc: trust the signal probe
-        return pid if b"postgres" in cmdline else None
-
     def _run(self, cmd: list[str], account: _Account | None, *, what: str) -> None:
-        """Run a PostgreSQL tool, as `account` when we are root, with a clean environment."""
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LC_ALL": "C",
-            "LANG": "C",
-        }
-        kwargs: dict[str, object] = {}
-        if account is not None:
-            home = account.home if os.path.isdir(account.home) else str(self.pg_dir)
-            env.update(HOME=home, USER=account.name, LOGNAME=account.name)
-            kwargs = {"user": account.uid, "group": account.gid,
-                      "extra_groups": list(account.groups)}
-        else:
-            env["HOME"] = os.environ.get("HOME", str(self.pg_dir))
-        try:
-            proc = subprocess.run(
-                cmd, env=env, cwd=self.pg_dir, stdin=subprocess.DEVNULL,
-                capture_output=True, text=True, timeout=600, check=False,
-                **kwargs,  # type: ignore[arg-type]
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise EmbeddedPostgresError(f"cannot {what}: {exc}") from exc
-        if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip()
-            raise EmbeddedPostgresError(
-                f"cannot {what} (exit {proc.returncode}): {detail}{self._log_tail()}"
-            )
-
-    def _log_tail(self, lines: int = 15) -> str:
-        """Last lines of the newest server log, to put the real cause into error messages."""
-        try:
-            logs = sorted(self.log_dir.glob("*.log"), key=lambda p: p.stat().st_mtime)
-        except OSError:
-            return ""
-        if not logs:
-            return ""
-        try:
-            tail = logs[-1].read_text(errors="replace").splitlines()[-lines:]
-        except OSError:
-            return ""
-        return f"\n--- {logs[-1]} ---\n" + "\n".join(tail)
+        """Run a PostgreSQL tool in pg/ (embedded_host.run_tool)."""
+        run_tool(cmd, account, cwd=self.pg_dir, log_dir=self.log_dir, what=what)
