@@ -32,8 +32,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from email.message import Message
-from email.utils import formatdate, getaddresses, parseaddr
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +51,7 @@ from slurm_io.jobs.store import upsert_isolated
 from slurm_io.jobs.sync import keep_refused
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue
+from slurm_io.notify.envelope import NoRecipient, finish_message, message_id
 from slurm_io.notify.interfaces import MailBuilder
 from slurm_io.notify.outcome import Outcome, PassResult, readiness
 from slurm_io.notify.reporter_settings import ReporterSettings, SacctJobsSource, smtp_settings
@@ -66,16 +65,6 @@ __all__ = ["NoRecipient", "PassResult", "Reporter", "ReporterSettings", "SacctJo
 log = logging.getLogger("slurm_io.report")
 
 SACCT_CHUNK = 200  # job ids per `sacct -j`
-
-
-class NoRecipient(ValueError):
-    """The MailBuilder's message names nobody: a bug, not worth retrying."""
-
-
-def message_id(job: int, submit: float | None, domain: str) -> str:
-    """Deterministic per job: the same job always gets the same Message-ID (the submit time
-    tells apart jobs of the same id after a Slurm reset)."""
-    return f"<jobio-{job}{'' if submit is None else f'.{int(submit)}'}@{domain}>"
 
 
 def _claimer() -> str:
@@ -236,7 +225,7 @@ class Reporter:
                                            "builder)"), r, said="no mail by policy")
             return
         try:
-            sender, rcpts, data, mid = self._finish_message(msg, c, incomplete)
+            sender, rcpts, data, mid = finish_message(msg, c, incomplete, self.settings)
         except NoRecipient as e:
             self._apply(conn, job, Outcome("fail", str(e)), r)
             return
@@ -306,32 +295,6 @@ class Reporter:
             return  # `jobio attribute` stored its final figures and no data came since
         io = attribute_job(conn, info.window, now=now, resolution=self.settings.resolution)
         store_job_io(conn, info.window, io, complete)
-
-    def _finish_message(self, msg: Message, c: queue.Claimed, incomplete: bool
-                        ) -> tuple[str, list[str], bytes, str]:
-        """Headers the reporter owns, the envelope and the bytes to send."""
-        s = self.settings
-        fields = [v for h in ("To", "Cc", "Bcc") for v in (msg.get_all(h) or [])]
-        rcpts = list(dict.fromkeys(a for _, a in getaddresses(fields) if a))
-        if not rcpts:
-            raise NoRecipient("the mail builder gave a message without recipients")
-        del msg["Bcc"]
-        mid = message_id(c.job, c.submit, s.message_id_domain)
-        del msg["Message-ID"]
-        msg["Message-ID"] = mid
-        if msg["Date"] is None:
-            msg["Date"] = formatdate(localtime=True)
-        if msg["From"] is None:
-            msg["From"] = s.sender
-        del msg["X-Jobio-Job"]
-        msg["X-Jobio-Job"] = str(c.raw if c.raw is not None else c.job)  # what Slurm calls it
-        if c.cluster:
-            msg["X-Jobio-Cluster"] = c.cluster
-        if incomplete:
-            msg["X-Jobio-Data-Complete"] = "no"
-        data = msg.as_bytes(policy=msg.policy.clone(linesep="\r\n"))
-        sender = parseaddr(s.sender)[1] or parseaddr(str(msg["From"]))[1]
-        return sender, rcpts, data, mid
 
     def _failed_attempt(self, conn: psycopg.Connection, c: queue.Claimed, error: str,
                         r: PassResult) -> None:
