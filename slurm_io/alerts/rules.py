@@ -11,7 +11,7 @@ filesystem) are checked against three rules, each a *kind* of alert:
   `alerts.small_write_size`, in at least `alerts.sustained` of the window's collector
   intervals (sustained, not a burst at the end of a step).
 
-The advice is the per-job report's (slurm_io.mail.view.advice), computed on the window's
+The advice is the per-job report's (slurm_io.mail.advice.advice), computed on the window's
 figures, so users read the same words in the alert and, later, in their job's mail.
 """
 
