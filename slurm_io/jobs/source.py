@@ -60,6 +60,10 @@ class SacctSource:
         self.problems: list[str] = []
         self.refused: list[Problem] = []  # the lines behind `problems` that were skipped
 
+    def cluster(self) -> str | None:
+        """The cluster whose jobs this source lists (sacct's local cluster), None unknown."""
+        return self.slurm.cluster()
+
     def window(self, since: float | None, until: float | None) -> tuple[str, str]:
         return (EPOCH_START if since is None else sacct_time(since),
                 "now" if until is None else sacct_time(until))

@@ -38,6 +38,7 @@ __all__ = [
     "job_key",
     "newest_end",
     "record_from_hook_env",
+    "resume_end",
     "upsert_isolated",
     "upsert_job_counts",
     "upsert_jobs",
@@ -160,6 +161,26 @@ def newest_end(conn: psycopg.Connection, cluster: str | None = None) -> float | 
                            "WHERE %(c)s::text IS NULL OR cluster = %(c)s", {"c": cluster}
                            ).fetchone()
     return None if row is None or row[0] is None else float(row[0])
+
+
+def resume_end(conn: psycopg.Connection, cluster: str | None, *, now: float,
+               stale: float) -> float | None:
+    """Where an incremental sync of `cluster`'s jobs resumes: its latest job end stored.
+
+    Several clusters can share one database, each synced by its own controller at its own
+    pace: resuming after another cluster's newer end would skip this one's jobs in between.
+    Where the cluster is unknown (the controller could not say), the oldest of the clusters'
+    latest ends, leaving out a cluster whose latest end is older than `stale` (one no
+    longer synced: it would hold every sync to its last day).
+    """
+    if cluster is not None:
+        return newest_end(conn, cluster)
+    with conn.transaction():
+        ends = [float(e) for (e,) in conn.execute(
+            "SELECT extract(epoch FROM max(end_time))::float8 FROM job "
+            "WHERE end_time IS NOT NULL GROUP BY cluster").fetchall() if e is not None]
+    live = [e for e in ends if e >= now - stale]
+    return min(live) if live else max(ends, default=None)
 
 
 def _load_temp(cur: psycopg.Cursor, records: Iterable[JobRecord]) -> None:

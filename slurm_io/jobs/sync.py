@@ -13,7 +13,7 @@ import psycopg
 
 from slurm_io.jobs.sacct import parse_sacct_text
 from slurm_io.jobs.source import JobSource
-from slurm_io.jobs.store import UpsertCounts, newest_end, upsert_isolated
+from slurm_io.jobs.store import UpsertCounts, resume_end, upsert_isolated
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.store import problems as quarantine
 
@@ -31,10 +31,17 @@ class RunResult(NamedTuple):
 
 
 def default_since(newest: float | None, now: float) -> float:
-    """Where a sync without --since starts: a day before the newest job end stored (jobs
-    that ended earlier but were still RUNNING/COMPLETING in sacct get their final record),
-    or a week ago when nothing is stored yet."""
+    """Where a sync without --since starts: a day before the newest job end stored of the
+    cluster synced (jobs that ended earlier but were still RUNNING/COMPLETING in sacct get
+    their final record), or a week ago when nothing is stored yet."""
     return now - FIRST_SYNC_LOOKBACK if newest is None else newest - OVERLAP
+
+
+def source_cluster(source: JobSource) -> str | None:
+    """The cluster a source lists the jobs of, where it can tell (sacct: scontrol's
+    ClusterName); None otherwise."""
+    ask = getattr(source, "cluster", None)
+    return ask() if callable(ask) else None
 
 
 def sync_jobs(conn: psycopg.Connection, source: JobSource, *, since: float | None,
@@ -42,7 +49,8 @@ def sync_jobs(conn: psycopg.Connection, source: JobSource, *, since: float | Non
     """Records of jobs active in [since, until] from `source`, upserted; the records the
     source or the database refused are kept in the quarantine."""
     if since is None:
-        since = default_since(newest_end(conn), now)
+        since = default_since(resume_end(conn, source_cluster(source), now=now,
+                                         stale=FIRST_SYNC_LOOKBACK), now)
     records = fill_uids(source.jobs(since, until))
     counts, in_db = upsert_isolated(conn, records, source="sacct")
     refused = list(getattr(source, "refused", [])) + in_db

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_io.jobs.sacct import SACCT_FIELDS, SACCT_FIELDS_SLUID
+from slurm_io.slurm.scontrol import cluster_name
 
 DEFAULT_SACCT = "/usr/bin/sacct"
 DEFAULT_SCONTROL = "/usr/bin/scontrol"
@@ -41,6 +42,8 @@ class Slurm:
     env: Mapping[str, str] | None = None
     _release: tuple[int, int] | None = field(default=None, init=False, repr=False)
     _release_known: bool = field(default=False, init=False, repr=False)
+    _cluster: str | None = field(default=None, init=False, repr=False)
+    _cluster_known: bool = field(default=False, init=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: Any, **overrides: Any) -> Slurm:
@@ -48,6 +51,13 @@ class Slurm:
         kw = {"sacct": getattr(cfg, "sacct", None) or DEFAULT_SACCT,
               "scontrol": getattr(cfg, "scontrol", None) or DEFAULT_SCONTROL}
         kw.update({k: v for k, v in overrides.items() if v is not None})
+        sacct = overrides.get("sacct")
+        if sacct and not overrides.get("scontrol") and not getattr(cfg, "scontrol", None):
+            # a sacct given by path (`jobs sync --sacct`) belongs to a Slurm installation:
+            # its scontrol is the one beside it, not the default one of another cluster
+            sibling = os.path.join(os.path.dirname(sacct), "scontrol")
+            if os.path.isabs(sibling) and os.access(sibling, os.X_OK):
+                kw["scontrol"] = sibling
         return cls(**kw)
 
     def _environment(self) -> dict[str, str]:
@@ -104,6 +114,16 @@ class Slurm:
             self._release = parse_version(out or "")
             self._release_known = True
         return self._release
+
+    def cluster(self) -> str | None:
+        """The name of the cluster the controller serves (`scontrol show config`): the
+        cluster whose jobs a plain sacct lists. None when scontrol cannot tell (controller
+        down). Asked once per object."""
+        if not self._cluster_known:
+            out = self.try_run("scontrol", ["show", "config"], timeout=min(self.timeout, 30.0))
+            self._cluster = cluster_name(out or "")
+            self._cluster_known = True
+        return self._cluster
 
     def sacct_fields(self) -> tuple[str, ...]:
         """The job fields to ask sacct for on this release (SLUID from 24.11)."""

@@ -1,4 +1,4 @@
-"""`scontrol show job -o` text -> the fields slurm-io uses from it. Pure.
+"""`scontrol show job -o` and `scontrol show config` text -> the fields slurm-io uses. Pure.
 
 22.05's EpilogSlurmctld environment has no start or end time (23.02+ sets
 SLURM_JOB_START_TIME/SLURM_JOB_END_TIME); while the job is in slurmctld's memory (MinJobAge
@@ -11,6 +11,7 @@ import re
 import time
 
 _FIELD = re.compile(r"(?:^|\s)(JobId|StartTime|EndTime)=(\S*)")
+_CLUSTER = re.compile(r"^ClusterName\s*=\s*(\S+)\s*$", re.MULTILINE)
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 
 
@@ -31,3 +32,10 @@ def _local(text: str | None) -> float | None:
     if not text or not _STAMP.fullmatch(text):
         return None
     return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+
+
+def cluster_name(config_text: str) -> str | None:
+    """ClusterName of `scontrol show config` output (`ClusterName             = lab`);
+    None when the text has none."""
+    m = _CLUSTER.search(config_text)
+    return m.group(1) if m else None

@@ -25,6 +25,8 @@ import psycopg
 import pytest
 
 from slurm_io.attribute.sql import find_jobs
+from slurm_io.jobs.store import newest_end
+from slurm_io.jobs.sync import OVERLAP
 from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.text import clean
 from tests.slurm_fixtures import SlurmCluster, ensure_cluster, selected_releases
@@ -95,6 +97,15 @@ if set(BOTH) <= set(selected_releases()):
         for r, prefix in zip(BOTH, ("trixie", "sid"), strict=True):  # each on its own nodes
             nodes = by_cluster[names[r]].nodes
             assert len(nodes) == 2 and all(n.startswith(prefix) for n in nodes), nodes
+        # a sync without --since resumes a day before the latest end of its own cluster
+        # (the scontrol beside the sacct named it), not of whichever cluster synced last
+        for r, c in clusters.items():
+            again = _jobio(db_dsn, cfg, "jobs", "sync", "--sacct", c.command("sacct"))
+            assert again.returncode == 0, again.stderr
+            with psycopg.connect(db_dsn) as conn:
+                own = (newest_end(conn, names[r]) or 0) - OVERLAP
+            assert time.strftime("since %Y-%m-%dT%H:%M:%S", time.localtime(own)) in \
+                again.stdout, (names[r], again.stdout)
 
         from slurm_io.model import JobRecord
 

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 from slurm_io.attribute.sql import attribute_jobs, find_jobs, pending_jobs
-from slurm_io.jobs.store import job_key, upsert_job_counts, upsert_jobs
+from slurm_io.jobs.store import job_key, resume_end, upsert_job_counts, upsert_jobs
+from slurm_io.jobs.sync import source_cluster
 from slurm_io.model import Batch, ByteStats, Delta, DeltaFlag, IdClass, JobId, JobRecord
 from slurm_io.store.writer import write_batch
 from tests.cli.installed import assert_one_line_error, jobio
@@ -154,3 +155,38 @@ def test_report_asks_for_clusters_too_and_mails_the_named_clusters_job(two_clust
     one = jobio("report", "-M", "beta", "5", env=env)
     assert one.returncode == 0, one.stderr
     assert one.stdout.startswith("Subject: [slurm-io] job 5 (")
+
+
+def test_a_sync_resumes_after_its_own_clusters_latest_end(db_dsn):
+    # cluster a was synced up to T0 + 7200, cluster b (another controller, slower timer)
+    # only to T0: b's next sync must not start after a's jobs, or b's jobs in between are
+    # never read
+    with psycopg.connect(db_dsn) as conn:
+        upsert_jobs(conn, [_job(1, "a", "n1", T0, T0 + 7200), _job(2, "b", "m1", T0 - 60, T0),
+                           _job(3, "a", "n1", T0, None, state="RUNNING")])
+        conn.commit()
+        now = T0 + 7300
+        assert resume_end(conn, "a", now=now, stale=7 * 86400) == T0 + 7200
+        assert resume_end(conn, "b", now=now, stale=7 * 86400) == T0
+        assert resume_end(conn, "c", now=now, stale=7 * 86400) is None  # its first sync
+        # the controller could not say which cluster: the oldest latest end, so that no
+        # cluster's jobs are skipped; a cluster not synced for longer than `stale` is not
+        # waited for
+        assert resume_end(conn, None, now=now, stale=7 * 86400) == T0
+        assert resume_end(conn, None, now=now, stale=3600) == T0 + 7200
+
+
+def test_a_source_that_names_its_cluster_is_resumed_by_it():
+    class Named:
+        def cluster(self):
+            return "b"
+
+        def jobs(self, since, until):
+            return []
+
+    class Silent:
+        def jobs(self, since, until):
+            return []
+
+    assert source_cluster(Named()) == "b"
+    assert source_cluster(Silent()) is None

@@ -32,6 +32,21 @@ def test_a_missing_command_is_one_clear_error(tmp_path):
 
 
 @root_only
+def test_the_seam_names_the_cluster_whose_jobs_sacct_lists(slurm_cluster):
+    c = slurm_cluster
+    job = c.submit("alice", ["-J", "cluster", "--wrap", "true"])
+    c.wait_finished([job])
+    slurm = Slurm(sacct=c.command("sacct"), scontrol=c.command("scontrol"))
+    records, _ = parse_sacct(slurm.sacct_jobs(jobs=[job]), source="sacct")
+    assert records[0].cluster and slurm.cluster() == records[0].cluster
+    assert SacctSource(slurm=slurm).cluster() == records[0].cluster
+
+
+def test_without_a_controller_to_ask_the_cluster_is_unknown(tmp_path):
+    assert Slurm(scontrol=str(tmp_path / "nope")).cluster() is None
+
+
+@root_only
 def test_the_seam_knows_the_release_it_talks_to(slurm_cluster):
     slurm = Slurm(sacct=slurm_cluster.command("sacct"),
                   scontrol=slurm_cluster.command("scontrol"))
