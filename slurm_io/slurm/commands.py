@@ -52,7 +52,8 @@ class Slurm:
               "scontrol": getattr(cfg, "scontrol", None) or DEFAULT_SCONTROL}
         kw.update({k: v for k, v in overrides.items() if v is not None})
         sacct = overrides.get("sacct")
-        if sacct and not overrides.get("scontrol") and not getattr(cfg, "scontrol", None):
+        configured = getattr(cfg, "scontrol", None)
+        if sacct and not overrides.get("scontrol") and configured in (None, DEFAULT_SCONTROL):
             # a sacct given by path (`jobs sync --sacct`) belongs to a Slurm installation:
             # its scontrol is the one beside it, not the default one of another cluster
             sibling = os.path.join(os.path.dirname(sacct), "scontrol")
