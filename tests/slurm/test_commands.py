@@ -102,3 +102,20 @@ def test_a_number_slurm_would_wrap_round_never_reaches_slurm(tmp_path, job):
         with pytest.raises(ValueError, match="not a Slurm job id"):
             call()
     assert not ran.exists()
+
+
+def test_a_sacct_given_by_path_brings_the_scontrol_beside_it(tmp_path):
+    from slurm_io.config import Config
+
+    for tool in ("sacct", "scontrol"):
+        (tmp_path / tool).write_text("#!/bin/sh\n")
+        (tmp_path / tool).chmod(0o755)
+    slurm = Slurm.from_config(Config(), sacct=str(tmp_path / "sacct"))
+    assert slurm.scontrol == str(tmp_path / "scontrol")
+    # a configured scontrol stays; without a sibling the default stays
+    cfg = Config(scontrol="/opt/slurm/bin/scontrol")
+    assert Slurm.from_config(cfg, sacct=str(tmp_path / "sacct")).scontrol == \
+        "/opt/slurm/bin/scontrol"
+    (tmp_path / "scontrol").unlink()
+    assert Slurm.from_config(Config(), sacct=str(tmp_path / "sacct")).scontrol == \
+        "/usr/bin/scontrol"
