@@ -52,10 +52,12 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     measures,
     merge,
     overlap,
+    requests,
     run_of,
     subtract,
     target_kind,
 )
+from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
     from slurm_io.attribute.core import DeltaRow, JobWindow
@@ -117,6 +119,10 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             weights = beyond_rates(amount, weights, excluded, over,
                                    _edge_rates(d, i, weights, over, evidence, blind),
                                    _surprise(d, active, evidence, excluded))
+    if i < 2 and d.node is not None:
+        sized = _sized(d, i, weights, evidence)
+        if sized is not None:
+            weights, rule = sized, EVIDENCE
     total = sum(weights.values())
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
@@ -210,6 +216,17 @@ def _surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
         if during > around:
             out[c.job] = during - around
     return out
+
+
+def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
+           ) -> dict[int, float] | None:
+    """The weights once the delta's bytes per request have divided it between candidates
+    of small and of large requests (attribute.sizes); None where sizes say nothing."""
+    assert d.node is not None
+    kind = target_kind(d.target)
+    sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
+                                      d.ts_end + WINDOWS[-1]) for j in weights}
+    return by_size(measures(d.counters)[i], requests(d.counters)[i], weights, sizes)
 
 
 def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],

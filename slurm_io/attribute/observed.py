@@ -43,6 +43,12 @@ def measures(counters: dict[str, int]) -> tuple[float, float, float]:
     return float(counters.get("read_bytes", 0)), float(counters.get("write_bytes", 0)), ops
 
 
+def requests(counters: dict[str, int]) -> tuple[float, float]:
+    """(read requests, write requests) of a delta."""
+    return (float(counters.get("read_bytes_samples", 0)),
+            float(counters.get("write_bytes_samples", 0)))
+
+
 def target_kind(target: str) -> str:
     """MDT or OST from a target name (`scratch-MDT0000`, `scratch-OST0003`)."""
     return "MDT" if "-MDT" in target else "OST"
@@ -113,6 +119,7 @@ class Row(NamedTuple):
     target: str
     kind: str
     m: tuple[float, float, float]  # measures()
+    n: tuple[float, float]  # read and write requests (`*_bytes_samples`)
 
 
 class Evidence:
@@ -123,7 +130,7 @@ class Evidence:
         for job, node, d in rows:
             a, b = effective(d)
             by[(node, job)].append(Row(a, b, d.target, target_kind(d.target),
-                                       measures(d.counters)))
+                                       measures(d.counters), requests(d.counters)))
         self._rows = {k: sorted(v) for k, v in by.items()}
         self._starts = {k: [r.t0 for r in v] for k, v in self._rows.items()}
         self._span = max((r.t1 - r.t0 for v in self._rows.values() for r in v), default=0.0)
@@ -160,6 +167,22 @@ class Evidence:
             v = r.m[2] if i == 2 else r.m[0] + r.m[1]
             best = max(best or 0.0, v / (r.t1 - r.t0))
         return best
+
+    def request_size(self, node: str, job: int, kind: str, i: int, lo: float, hi: float
+                     ) -> float | None:
+        """The job's mean request size of byte facet `i` by its own id on `node` and `kind`
+        in rows ending in [lo, hi]; None where it made no such request there."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return None
+        nbytes = nreq = 0.0
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 > hi:
+                break
+            if r.kind == kind and lo <= r.t1 <= hi and r.n[i] > 0:
+                nbytes += r.m[i]
+                nreq += r.n[i]
+        return nbytes / nreq if nreq > 0 else None
 
     def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
                kind: str, i: int) -> float:
