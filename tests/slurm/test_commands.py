@@ -31,17 +31,6 @@ def test_a_missing_command_is_one_clear_error(tmp_path):
         slurm.run("squeue", [])
 
 
-@root_only
-def test_the_seam_names_the_cluster_whose_jobs_sacct_lists(slurm_cluster):
-    c = slurm_cluster
-    job = c.submit("alice", ["-J", "cluster", "--wrap", "true"])
-    c.wait_finished([job])
-    slurm = Slurm(sacct=c.command("sacct"), scontrol=c.command("scontrol"))
-    records, _ = parse_sacct(slurm.sacct_jobs(jobs=[job]), source="sacct")
-    assert records[0].cluster and slurm.cluster() == records[0].cluster
-    assert SacctSource(slurm=slurm).cluster() == records[0].cluster
-
-
 def test_without_a_controller_to_ask_the_cluster_is_unknown(tmp_path):
     assert Slurm(scontrol=str(tmp_path / "nope")).cluster() is None
 
@@ -56,13 +45,17 @@ def test_the_seam_knows_the_release_it_talks_to(slurm_cluster):
 
 
 @root_only
-def test_sacct_records_carry_the_sluid_where_the_release_has_one(slurm_cluster):
+def test_sacct_records_carry_the_sluid_and_the_cluster_scontrol_names(slurm_cluster):
     c = slurm_cluster
     job = c.submit("alice", ["-J", "sluid", "--wrap", "true"])
     c.wait_finished([job])
     slurm = Slurm(sacct=c.command("sacct"), scontrol=c.command("scontrol"))
     records, problems = parse_sacct(slurm.sacct_jobs(jobs=[job]), source="sacct")
     assert problems == [] and [r.job for r in records] == [job]
+    # the cluster whose jobs a plain sacct lists is the one scontrol names (where jobs sync
+    # resumes)
+    assert records[0].cluster and slurm.cluster() == records[0].cluster
+    assert SacctSource(slurm=slurm).cluster() == records[0].cluster
     if c.version >= (24, 11):
         assert records[0].sluid and records[0].sluid.startswith("s")
     else:
