@@ -223,10 +223,13 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
     """The weights once the delta's bytes per request have divided it between candidates
     of small and of large requests (attribute.sizes); None where sizes say nothing."""
     assert d.node is not None
+    amount, count = measures(d.counters)[i], requests(d.counters)[i]
+    if amount <= 0 or count <= 0:
+        return None  # nothing to weigh: spare the scans of every candidate's rows
     kind = target_kind(d.target)
     sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
                                       d.ts_end + WINDOWS[-1]) for j in weights}
-    return by_size(measures(d.counters)[i], requests(d.counters)[i], weights, sizes)
+    return by_size(amount, count, weights, sizes)
 
 
 def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],

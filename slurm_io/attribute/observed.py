@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -155,14 +155,9 @@ class Evidence:
         """The highest rate (per second) the job showed by its own id on `node` and targets
         of `kind` in a read interval ending in [lo, hi]: bytes (read + write) for facets 0
         and 1, operations for facet 2. None when it has no such row (never observed)."""
-        rows = self._rows.get((node, job))
-        if not rows:
-            return None
         best: float | None = None
-        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
-            if r.t0 > hi:
-                break
-            if r.kind != kind or not lo <= r.t1 <= hi or r.t1 - r.t0 < MIN_OBSERVED / 4:
+        for r in self._ending_in(node, job, kind, lo, hi):
+            if r.t1 - r.t0 < MIN_OBSERVED / 4:
                 continue
             v = r.m[2] if i == 2 else r.m[0] + r.m[1]
             best = max(best or 0.0, v / (r.t1 - r.t0))
@@ -172,17 +167,25 @@ class Evidence:
                      ) -> float | None:
         """The job's mean request size of byte facet `i` by its own id on `node` and `kind`
         in rows ending in [lo, hi]; None where it made no such request there."""
-        rows = self._rows.get((node, job))
-        if not rows:
-            return None
         nbytes = nreq = 0.0
-        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
-            if r.t0 > hi:
-                break
-            if r.kind == kind and lo <= r.t1 <= hi and r.n[i] > 0:
+        for r in self._ending_in(node, job, kind, lo, hi):
+            if r.n[i] > 0:
                 nbytes += r.m[i]
                 nreq += r.n[i]
         return nbytes / nreq if nreq > 0 else None
+
+    def _ending_in(self, node: str, job: int, kind: str, lo: float, hi: float
+                   ) -> Iterator[Row]:
+        """The job's own rows on `node` and targets of `kind` whose interval ends in
+        [lo, hi] (what peak and request_size weigh: whole reads near the delta)."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 > hi:
+                return
+            if r.kind == kind and lo <= r.t1 <= hi:
+                yield r
 
     def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
                kind: str, i: int) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +40,8 @@ class Slurm:
     scontrol: str = DEFAULT_SCONTROL
     timeout: float = 120.0
     env: Mapping[str, str] | None = None
-    _release: tuple[int, int] | None = field(default=None, init=False, repr=False)
-    _release_known: bool = field(default=False, init=False, repr=False)
-    _cluster: str | None = field(default=None, init=False, repr=False)
-    _cluster_known: bool = field(default=False, init=False, repr=False)
+    # what was asked once per object (the release, the cluster name): None is an answer too
+    _asked: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def from_config(cls, cfg: Any, **overrides: Any) -> Slurm:
@@ -110,21 +108,21 @@ class Slurm:
     def release(self) -> tuple[int, int] | None:
         """(major, minor) of the Slurm that sacct talks to; None when sacct does not say.
         Asked once per object (`sacct --version`, a local call: no daemon involved)."""
-        if not self._release_known:
-            out = self.try_run("sacct", ["--version"], timeout=min(self.timeout, 30.0))
-            self._release = parse_version(out or "")
-            self._release_known = True
-        return self._release
+        return self._once("release", lambda: parse_version(self.try_run(
+            "sacct", ["--version"], timeout=min(self.timeout, 30.0)) or ""))
 
     def cluster(self) -> str | None:
         """The name of the cluster the controller serves (`scontrol show config`): the
         cluster whose jobs a plain sacct lists. None when scontrol cannot tell (controller
         down). Asked once per object."""
-        if not self._cluster_known:
-            out = self.try_run("scontrol", ["show", "config"], timeout=min(self.timeout, 30.0))
-            self._cluster = cluster_name(out or "")
-            self._cluster_known = True
-        return self._cluster
+        return self._once("cluster", lambda: cluster_name(self.try_run(
+            "scontrol", ["show", "config"], timeout=min(self.timeout, 30.0)) or ""))
+
+    def _once(self, key: str, ask: Callable[[], Any]) -> Any:
+        """`ask()` the first time `key` is wanted, its answer (None included) after that."""
+        if key not in self._asked:
+            self._asked[key] = ask()
+        return self._asked[key]
 
     def sacct_fields(self) -> tuple[str, ...]:
         """The job fields to ask sacct for on this release (SLUID from 24.11)."""
