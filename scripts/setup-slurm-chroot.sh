@@ -57,6 +57,18 @@ mkdir -p "$ROOT"; chmod 755 "$ROOT"
 exec 9>"$ROOT/.$SUITE.lock"
 flock 9
 
+# 26.05's ports (37000..37819) lie inside Linux's ephemeral range (32768-60999): another
+# lab's daemon can hold one as the source port of a lasting connection (seen: the 24.11
+# slurmctld's link to its slurmdbd on 37002, so sid02 never bound and never registered).
+# Reserve both labs' ranges, whichever lab starts first, so no source port takes them.
+for reserve in 27000-27999 37000-37999; do
+  cur=$(cat /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null || true)
+  case ",$cur," in
+    *",$reserve,"*) ;;
+    *) sysctl -q -w net.ipv4.ip_local_reserved_ports="${cur:+$cur,}$reserve" || true ;;
+  esac
+done
+
 T0=$(date +%s.%N); TIMING=()
 step_start() { STEP=$1; TS=$(date +%s.%N); echo "==> [$(date +%T)] $STEP"; }
 step_end() {
