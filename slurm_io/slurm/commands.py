@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurm_io.jobs.sacct import SACCT_FIELDS, SACCT_FIELDS_SLUID
+from slurm_io.slurm.fields import SACCT_FIELDS, SACCT_FIELDS_SLUID
 from slurm_io.slurm.scontrol import cluster_name
 
 DEFAULT_SACCT = "/usr/bin/sacct"
