@@ -13,9 +13,9 @@ import contextlib
 import os
 import pwd
 import stat
-import subprocess
 from pathlib import Path
 
+from slurm_io import procs
 from slurm_io.store.embedded_setup import (
     FALLBACK_ACCOUNT,
     SERVICE_ACCOUNT,
@@ -146,12 +146,9 @@ def run_tool(cmd: list[str], account: _Account | None, *, cwd: Path, log_dir: Pa
     else:
         env["HOME"] = os.environ.get("HOME", str(cwd))
     try:
-        proc = subprocess.run(
-            cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=600, check=False,
-            **kwargs,  # type: ignore[arg-type]
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = procs.run(cmd, env=env, cwd=cwd, text=True, timeout=600,
+                         **kwargs)
+    except (OSError, procs.Timeout) as exc:
         raise EmbeddedPostgresError(f"cannot {what}: {exc}") from exc
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip()
