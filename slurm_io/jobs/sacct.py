@@ -35,9 +35,8 @@ from typing import NamedTuple
 from slurm_io.jobs import fields
 from slurm_io.jobs.fields import RecordError
 from slurm_io.jobs.runs import latest_per_run
-from slurm_io.model import JobRecord
+from slurm_io.model import JobRecord, Problem
 from slurm_io.slurm.nodes import NodeListError, expand_nodes
-from slurm_io.store.problems import Problem
 from slurm_io.text import display
 
 # Columns whose text a user chooses: sacct -P prints them as they are, `|` and newlines too.

@@ -81,7 +81,7 @@ def find_bindir() -> Path:
 
 
 @dataclass(frozen=True)
-class _Account:
+class Account:
     """The OS account the server runs as when we are root (None elsewhere: the current user)."""
 
     name: str
@@ -91,12 +91,12 @@ class _Account:
     home: str
 
     @classmethod
-    def from_pwd(cls, entry: pwd.struct_passwd) -> _Account:
+    def from_pwd(cls, entry: pwd.struct_passwd) -> Account:
         groups = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
 
 
-def _current_user_name() -> str:
+def current_user_name() -> str:
     """The OS account name of this process (peer authentication sees the same)."""
     uid = os.geteuid()
     try:
@@ -107,7 +107,7 @@ def _current_user_name() -> str:
         ) from None
 
 
-def _create_system_account(name: str) -> pwd.struct_passwd:
+def create_system_account(name: str) -> pwd.struct_passwd:
     """Create a no-login system account (only when `postgres` does not exist)."""
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
     argv = [useradd, "--system", "--user-group", "--no-create-home", "--home-dir",
@@ -187,7 +187,7 @@ def auth_files(owner: str) -> dict[str, str]:
     return {"pg_hba.conf": hba, "pg_ident.conf": ident}
 
 
-def write_owned(path: Path, text: str, account: _Account | None) -> bool:
+def write_owned(path: Path, text: str, account: Account | None) -> bool:
     """Replace a server config file atomically (mode 0600, owned by the server's account);
     False when it already holds `text`, so that callers reload the server only on change."""
     with contextlib.suppress(OSError):
