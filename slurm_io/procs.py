@@ -17,6 +17,7 @@ detaching fork and the service's worker forks, which start no program.
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -55,27 +56,38 @@ def stream(argv: Sequence[str], *, timeout: float, piece: int = 1 << 20,
     """The stdout of `argv` in pieces of at most `piece` bytes while it runs (bounded
     memory: lctl's job_stats may be hundreds of MB). The whole run, output and exit, must
     end by `started + timeout` (`started`: time.time() when the caller sampled, default
-    now), or the child is killed and Timeout raised; a non-zero exit raises Failed with
-    its stderr. OSError when it cannot start (raised at the first `next`)."""
+    now): a watchdog kills the child then, even one that hangs without printing a byte, and
+    Timeout is raised. A non-zero exit raises Failed with its stderr. OSError when it cannot
+    start (raised at the first `next`)."""
     deadline = (time.time() if started is None else started) + timeout
     proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
+    expired = threading.Event()
+
+    def kill() -> None:
+        expired.set()
+        proc.kill()
+
+    watchdog = threading.Timer(max(0.0, deadline - time.time()), kill)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         while True:
             chunk = proc.stdout.read(piece)
-            if not chunk:
+            if not chunk or expired.is_set():
                 break
             yield chunk
-            if time.time() > deadline:
-                raise Timeout(list(argv), timeout)
         err = proc.stderr.read().decode(errors="replace")
-        rc = proc.wait(timeout=max(1.0, deadline - time.time()))
+        rc = proc.wait()
     finally:
+        watchdog.cancel()
         if proc.returncode is None:
             proc.kill()
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+    if expired.is_set():
+        raise Timeout(list(argv), timeout)
     if rc != 0:
         raise Failed(rc, err)
