@@ -338,3 +338,16 @@ def test_the_hook_imports_only_the_standard_library(tmp_path: Path) -> None:
     assert not foreign, foreign
     assert not [m for m in seen["modules"] if m.split(".")[0] in HEAVY]
     assert "slurm_io.slurm.commands" not in seen["modules"]  # the daemons' Slurm object
+
+
+def test_the_layer_table_of_the_docs_is_this_one() -> None:
+    """docs/architecture.md shows the layers to people; it must not drift from LAYERS."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"\| (\d)\. ([a-z ]+) \| (.*?) \|", line)
+        if m:
+            rows[m.group(2)] = (int(m.group(1)), re.findall(r"`([a-z_.]+)`", m.group(3)))
+    assert {name: (i, list(prefixes)) for i, (name, prefixes) in enumerate(LAYERS, 1)} == rows
