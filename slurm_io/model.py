@@ -240,3 +240,16 @@ class JobRecord(NamedTuple):
     sluid: str | None = None
     # ClusterName (SLURM_CLUSTER_NAME, sacct's Cluster); None: the database's default cluster
     cluster: str | None = None
+
+
+class Problem(NamedTuple):
+    """One refused record (or one loss), as reported by an intake; stored by store.problems.
+
+    Here, among the leaf types, because the pure parsers (jobs.sacct, parse) report their
+    refusals with it and must not import the store that keeps them."""
+
+    source: str  # 'sacct', 'hook-spool', 'jobstats', 'batch', 'state', 'hook-env'
+    reason: str  # one line: what was wrong
+    origin: str | None = None  # collector, file name, line number ...
+    record: bytes | str | None = None  # the record as received
+    lost: str | None = None  # what could not be stored because of it

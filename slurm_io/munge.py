@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 
-from slurm_io import munge_lib
+from slurm_io import munge_lib, procs
 
 STATUS_RE = re.compile(r"^STATUS:\s+(.*?)\s+\((\d+)\)\s*$", re.M)
 FIELD_RE = re.compile(r"^([A-Z_]+):\s+.*\((-?\d+)\)\s*$", re.M)
@@ -87,9 +86,8 @@ def encode_exec(payload: bytes, *, socket: str | None = None, ttl: int | None = 
     if ttl is not None:
         cmd += ["--ttl", str(ttl)]
     try:
-        proc = subprocess.run(cmd, input=payload, capture_output=True, timeout=TIMEOUT,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        proc = procs.run(cmd, input=payload, timeout=TIMEOUT)
+    except (OSError, procs.Timeout) as e:
         raise MungeError(f"munge: {e}") from e
     if proc.returncode != 0:
         raise MungeError(_message(proc.stderr) or f"munge exited {proc.returncode}")
@@ -99,10 +97,9 @@ def encode_exec(payload: bytes, *, socket: str | None = None, ttl: int | None = 
 def decode_exec(credential: str, *, socket: str | None = None) -> Credential:
     """`decode` by the `unmunge` binary (its output parsed)."""
     try:
-        proc = subprocess.run(["unmunge", *_socket_args(socket)],
-                              input=credential.encode("ascii", "replace"),
-                              capture_output=True, timeout=TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        proc = procs.run(["unmunge", *_socket_args(socket)],
+                         input=credential.encode("ascii", "replace"), timeout=TIMEOUT)
+    except (OSError, procs.Timeout) as e:
         raise MungeError(f"unmunge: {e}") from e
     head, _, payload = proc.stdout.partition(b"\n\n")
     text = head.decode("utf-8", "replace")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 import math
 import shlex
-import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from slurm_io import procs
 from slurm_io.model import Entry, ParseResult
 from slurm_io.parse.jobstats import MAX_TIME, Parser
 from slurm_io.text import clean
@@ -46,27 +46,14 @@ def read_lctl(command: str, timeout: float,
     parser = Parser(previous=previous)
     try:
         # bytes: the parser works on lctl's bytes (no decode/encode of hundreds of MB)
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for piece in procs.stream(argv, timeout=timeout, piece=READ_PIECE, started=t):
+            parser.feed(piece)
     except OSError as e:
         raise LctlError(f"cannot run {argv[0]!r}: {e}") from e
-    assert proc.stdout is not None
-    deadline = t + timeout
-    try:
-        while True:
-            piece = proc.stdout.read(READ_PIECE)
-            if not piece:
-                break
-            parser.feed(piece)
-            if time.time() > deadline:
-                proc.kill()
-                raise LctlError(f"{argv[0]} did not finish within {timeout:.0f} s")
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        rc = proc.wait(timeout=max(1.0, deadline - time.time()))
-    except subprocess.TimeoutExpired as e:
-        proc.kill()
-        raise LctlError(f"{argv[0]} did not exit within {timeout:.0f} s") from e
-    if rc != 0:
-        raise LctlError(f"{argv[0]} exited {rc}: {err.strip()[:500]}")
+    except procs.Timeout as e:
+        raise LctlError(f"{argv[0]} did not finish within {timeout:.0f} s") from e
+    except procs.Failed as e:
+        raise LctlError(f"{argv[0]} exited {e.returncode}: {e.stderr.strip()[:500]}") from e
     return t, parser.finish()
 
 

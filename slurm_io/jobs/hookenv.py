@@ -23,8 +23,8 @@ from collections.abc import Mapping
 
 from slurm_io.jobs import fields
 from slurm_io.jobs.fields import RecordError
-from slurm_io.jobs.nodes import expand_nodes
 from slurm_io.model import JobRecord
+from slurm_io.slurm.nodes import expand_nodes
 
 _EXIT2 = re.compile(r"[0-9]{1,10}:[0-9]{1,10}")
 _TASK_MAX = 2**32 - 1

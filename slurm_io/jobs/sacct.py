@@ -34,21 +34,10 @@ from typing import NamedTuple
 
 from slurm_io.jobs import fields
 from slurm_io.jobs.fields import RecordError
-from slurm_io.jobs.nodes import NodeListError, expand_nodes
 from slurm_io.jobs.runs import latest_per_run
-from slurm_io.model import JobRecord
-from slurm_io.store.problems import Problem
+from slurm_io.model import JobRecord, Problem
+from slurm_io.slurm.nodes import NodeListError, expand_nodes
 from slurm_io.text import display
-
-# What slurm-io asks sacct for (SacctSource, docs). SubmitLine last: it is the column most
-# likely to contain `|` or a newline, and trailing text is the easiest to put back.
-SACCT_FIELDS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "JobName", "User", "UID", "Account", "Partition", "State",
-    "ExitCode", "Submit", "Start", "End", "NNodes", "NodeList", "WorkDir", "Cluster", "SubmitLine",
-)
-# The same for a sacct that knows SLUID (24.11+; 22.05 refuses an unknown field): before the
-# free text, so that SubmitLine stays last.
-SACCT_FIELDS_SLUID: tuple[str, ...] = (*SACCT_FIELDS[:-1], "SLUID", SACCT_FIELDS[-1])
 
 # Columns whose text a user chooses: sacct -P prints them as they are, `|` and newlines too.
 FREE_TEXT: frozenset[str] = frozenset({

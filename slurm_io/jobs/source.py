@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from slurm_io.jobs import fields
-from slurm_io.jobs.nodes import NodeListError, expand_nodes
 from slurm_io.jobs.sacct import parse_sacct_text
 from slurm_io.model import JobRecord
 from slurm_io.slurm import Slurm, SlurmError
+from slurm_io.slurm.nodes import NodeListError, expand_nodes
 from slurm_io.store.problems import Problem
 
 log = logging.getLogger(__name__)

@@ -179,22 +179,15 @@ def _add_times(settings: _Settings, env: dict[str, str], hook_time: float) -> No
     the upsert only fills the times in (the queue row exists already)."""
     if all(env.get(k) for k in TIMES):
         return
-    import subprocess
-
-    from slurm_io.slurm.scontrol import job_times
+    from slurm_io import procs
+    from slurm_io.slurm.jobend import scontrol_job_times
 
     job = int(env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID") or 0)
     try:
-        out = subprocess.run([settings.scontrol, "show", "job", "-o", str(job)],
-                             capture_output=True, text=True, check=False, timeout=5,
-                             stdin=subprocess.DEVNULL,
-                             env={"SLURM_TIME_FORMAT": "standard", **{
-                                 k: v for k, v in os.environ.items() if k == "SLURM_CONF"}}
-                             ).stdout
-    except (OSError, subprocess.SubprocessError) as e:
+        start, end = scontrol_job_times(settings.scontrol, job)
+    except (OSError, procs.Timeout) as e:
         _log(f"job {job}: no start/end time from {settings.scontrol}: {e}")
         return
-    start, end = job_times(out, job)
     if start is None and end is None:
         return
     times = {k: str(int(v)) for k, v in zip(TIMES, (start, end), strict=True) if v}

@@ -133,7 +133,7 @@ def record_of(env: dict[str, str]) -> Any:
     dropped (sacct's record brings the nodes); a value that cannot be stored (no job id, an
     id or uid out of range, see slurm_io.jobs.fields) is a BadRecord."""
     from slurm_io.jobs.hookenv import record_from_hook_env
-    from slurm_io.jobs.nodes import NodeListError
+    from slurm_io.slurm.nodes import NodeListError
 
     try:
         try:

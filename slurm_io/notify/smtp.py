@@ -10,6 +10,10 @@ trip plus the reporter's database commit (see docs/hook.md, "Exactly once").
 Errors: `Undelivered` (the server refused, or the connection failed before the final ".":
 safe to retry), `OutcomeUnknown` (the connection broke after the "." was sent: the message
 may have been accepted; never resend). Built on smtplib (standard library).
+
+`send()` is the one-shot form for a sender without the reporter's exactly-once bookkeeping
+(`jobio daily --mail-to`): every mail slurm-io sends goes through this module, so TLS
+(verified, default context), AUTH and the errors are handled once.
 """
 
 from __future__ import annotations
@@ -167,3 +171,16 @@ class Session:
             with contextlib.suppress(OSError):
                 self.smtp.close()
             self.smtp = None
+
+
+def send(settings: SmtpSettings, sender: str, recipients: Sequence[str], message: bytes
+         ) -> str:
+    """Deliver one message over its own connection; the server's reply on acceptance.
+    Undelivered (refused or not connected: nothing sent) or OutcomeUnknown (the connection
+    broke after the final ".") otherwise."""
+    session = Session(settings)
+    try:
+        session.prepare(sender, recipients, message)
+        return session.commit()
+    finally:
+        session.close()

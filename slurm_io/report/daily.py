@@ -13,7 +13,6 @@ The LASSi hours of the day are computed first when they are not stored yet
 
 from __future__ import annotations
 
-import smtplib
 import sys
 import time
 from collections import defaultdict
@@ -30,6 +29,7 @@ import psycopg
 from slurm_io.lassi import metrics as M
 from slurm_io.lassi import sql as lassi_sql
 from slurm_io.model import METADATA_OPS
+from slurm_io.notify import smtp
 from slurm_io.report import plots
 from slurm_io.report.daily_html import _kb, index_html, job_file, job_html
 
@@ -265,7 +265,8 @@ def mail(report: Report, to: list[str], *, host: str | None, port: int = 25,
          sender: str = "slurm-io@localhost", starttls: bool = False, ssl: bool = False,
          user: str | None = None, password: str | None = None, timeout: float = 30.0) -> str:
     """Send the page with its plots inline to `to`; returns what happened (nothing is sent,
-    and nothing raised, without a host). SMTP errors raise (OSError)."""
+    and nothing raised, without a host). Through notify.smtp, the one SMTP module; an
+    undelivered mail raises OSError (one line for the command)."""
     if not to:
         return "no recipients"
     if not host:
@@ -291,11 +292,11 @@ def mail(report: Report, to: list[str], *, host: str | None, port: int = 25,
     for png in report.pngs:
         html_part.add_related(png.read_bytes(), "image", "png", cid=cids[png.name],
                               filename=png.name)
-    smtp_cls = smtplib.SMTP_SSL if ssl else smtplib.SMTP
-    with smtp_cls(host, port, timeout=timeout) as s:
-        if starttls and not ssl:
-            s.starttls()
-        if user:
-            s.login(user, password or "")
-        s.send_message(msg)
+    settings = smtp.SmtpSettings(host=host, port=port, starttls=starttls, ssl=ssl, user=user,
+                                 password=password, timeout=timeout)
+    try:
+        smtp.send(settings, sender, to, msg.as_bytes())
+    except (smtp.Undelivered, smtp.OutcomeUnknown) as e:
+        # the caller says where it sent to; the message without that prefix
+        raise OSError(str(e).removeprefix(f"{host}:{port}: ")) from e
     return f"mailed to {', '.join(to)} via {host}:{port}"

@@ -15,20 +15,21 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from slurm_io.simulate.phases import Burst, Phase, bursts, job_phases, login_phases, system_phases
-
-# the I/O model (phases, bursts) lives in simulate/phases.py; the writer imports it from here
-__all__ = ["SYSTEM_USERS", "Burst", "Job", "Phase", "User", "Workload", "build_workload",
-           "bursts", "make_jobs", "make_nodes", "make_users"]
-
-NODE_SLOTS = 4  # allocation units per node: single-slot jobs share nodes
-
-PROFILES: tuple[tuple[str, float], ...] = (
-    ("stream", 0.25), ("checkpoint", 0.15), ("smallio", 0.2), ("mdstorm", 0.05),
-    ("quiet", 0.35),
+from slurm_io.simulate.people import (
+    NODE_SLOTS,
+    PROFILES,
+    Draft,
+    Job,
+    User,
+    draw_state,
+    make_users,
+    weighted,
 )
+from slurm_io.simulate.phases import Phase, job_phases, login_phases, system_phases
+from slurm_io.simulate.scenario import SCENARIOS, dense_drafts
+
 _JOB_NAMES: dict[str, tuple[str, ...]] = {
     "stream": ("cp2k", "gromacs", "wrf", "openfoam"),
     "checkpoint": ("lammps", "namd", "train_ckpt"),
@@ -36,46 +37,6 @@ _JOB_NAMES: dict[str, tuple[str, ...]] = {
     "mdstorm": ("untar_dataset", "pip_install", "snakemake"),
     "quiet": ("postproc", "plot", "sleep_test"),
 }
-_USER_NAMES = (
-    "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
-    "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "zoe",
-)
-SYSTEM_USERS: tuple[tuple[int, str], ...] = ((0, "root"), (998, "telegraf"))
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    name: str
-    uid: int
-    gid: int
-    group: str
-    accounts: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """One Slurm job (or array task) as sacct reports it, plus the I/O profile it runs."""
-
-    raw_id: int  # JobIDRaw == SLURM_JOB_ID == Lustre's %j
-    job_id: str  # JobID: "123" or "120_4" for array tasks
-    name: str
-    user: User
-    account: str
-    partition: str
-    n_nodes: int
-    nodes: tuple[str, ...]  # () when it never started
-    submit: int
-    start: int | None
-    end: int | None  # None while RUNNING at the end of the simulation
-    state: str
-    exit_code: str
-    work_dir: str
-    submit_line: str
-    profile: str
-
-
-
-
 @dataclass(frozen=True)
 class Workload:
     nodes: tuple[str, ...]
@@ -86,48 +47,8 @@ class Workload:
     planted_at: float  # from then on nodes[0] runs the planted shared-node jobs (~1 h)
 
 
-@dataclass
-class _Draft:
-    """A job before ids are handed out (ids follow submit order, as in Slurm)."""
-
-    user: User
-    profile: str
-    n_nodes: int
-    slots: int
-    submit: int
-    duration: int
-    state: str
-    exit_code: str
-    nodes: tuple[str, ...] = ()
-    start: int | None = None
-    array: tuple[int, int] | None = None  # (array key, task index)
-    name: str = ""
-    account: str = ""
-    raw_id: int = 0
-    job_id: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
-
-
-def _weighted(rng: random.Random, items: tuple[tuple[str, float], ...]) -> str:
-    return rng.choices([k for k, _ in items], weights=[w for _, w in items])[0]
-
-
 def make_nodes(n_nodes: int) -> tuple[str, ...]:
     return tuple(f"node{i:03d}" for i in range(1, n_nodes + 1))
-
-
-def make_users(rng: random.Random, n_users: int) -> tuple[User, ...]:
-    """Users with uids >= 1000 (sparse, as from a site directory) and 1-2 project accounts."""
-    users = []
-    uid = 1000 + rng.randrange(1, 50)
-    for i in range(n_users):
-        base = _USER_NAMES[i % len(_USER_NAMES)]
-        name = base if i < len(_USER_NAMES) else f"{base}{i // len(_USER_NAMES)}"
-        uid += rng.randrange(1, 400)
-        n_acc = 1 + (rng.random() < 0.3)
-        accounts = tuple(f"project_{2001000 + rng.randrange(0, 40)}" for _ in range(n_acc))
-        users.append(User(name, uid, uid, name, accounts))
-    return tuple(users)
 
 
 class _Scheduler:
@@ -162,20 +83,8 @@ class _Scheduler:
             self.allocs[nd].append((t0, t1, slots))
 
 
-def _draw_state(rng: random.Random, duration: int) -> tuple[str, str, int]:
-    """(state, exit code, actual duration): most complete, some fail early, time out, cancel."""
-    r = rng.random()
-    if r < 0.8:
-        return "COMPLETED", "0:0", duration
-    if r < 0.88:
-        return "FAILED", f"{rng.choice((1, 2, 127))}:0", max(60, int(duration * rng.random()))
-    if r < 0.94:
-        return "TIMEOUT", "0:0", duration
-    return "CANCELLED", "0:0", max(60, int(duration * rng.random()))
-
-
 def _random_drafts(rng: random.Random, users: tuple[User, ...], start: int, end: int,
-                   jobs_per_hour: float) -> list[_Draft]:
+                   jobs_per_hour: float) -> list[Draft]:
     drafts = []
     t = float(start)
     heavy = [1.0 / (1 + i) for i in range(len(users))]  # a few users submit most jobs
@@ -183,19 +92,19 @@ def _random_drafts(rng: random.Random, users: tuple[User, ...], start: int, end:
         t += rng.expovariate(jobs_per_hour / 3600.0)
         if t >= end - 600:
             return drafts
-        profile = _weighted(rng, PROFILES)
+        profile = weighted(rng, PROFILES)
         if profile in ("stream", "checkpoint"):
             n_nodes = rng.choices((1, 2, 4, 8), weights=(0.4, 0.3, 0.2, 0.1))[0]
         else:
             n_nodes = 1
         slots = NODE_SLOTS if n_nodes > 1 else rng.choice((1, 1, 2))
         duration = int(min(4 * 3600, max(480, rng.lognormvariate(math.log(2700), 0.6))))
-        state, exit_code, actual = _draw_state(rng, duration)
+        state, exit_code, actual = draw_state(rng, duration)
         user = rng.choices(users, weights=heavy)[0]
-        drafts.append(_Draft(user, profile, n_nodes, slots, int(t), actual, state, exit_code))
+        drafts.append(Draft(user, profile, n_nodes, slots, int(t), actual, state, exit_code))
 
 
-def _planted_drafts(users: tuple[User, ...], n_nodes: int, t: int) -> list[_Draft]:
+def _planted_drafts(users: tuple[User, ...], n_nodes: int, t: int) -> list[Draft]:
     """Scenarios a test must be able to rely on, placed before the random jobs.
 
     Two jobs of one uid plus a job of another uid on the same node at once (the `:uid:host`
@@ -204,24 +113,24 @@ def _planted_drafts(users: tuple[User, ...], n_nodes: int, t: int) -> list[_Draf
     u = [users[i % len(users)] for i in range(5)]
     wide = max(1, min(8, n_nodes // 2))
     drafts = [
-        _Draft(u[0], "smallio", 1, 1, t, 3600, "COMPLETED", "0:0", extra={"pin": "shared"}),
-        _Draft(u[0], "stream", 1, 1, t + 300, 2400, "COMPLETED", "0:0",
+        Draft(u[0], "smallio", 1, 1, t, 3600, "COMPLETED", "0:0", extra={"pin": "shared"}),
+        Draft(u[0], "stream", 1, 1, t + 300, 2400, "COMPLETED", "0:0",
                extra={"pin": "shared"}),
-        _Draft(u[1], "checkpoint", 1, 2, t + 120, 3000, "COMPLETED", "0:0",
+        Draft(u[1], "checkpoint", 1, 2, t + 120, 3000, "COMPLETED", "0:0",
                extra={"pin": "shared"}),
-        _Draft(u[3], "mdstorm", min(2, n_nodes), NODE_SLOTS, t + 1800, 2700, "COMPLETED", "0:0"),
-        _Draft(u[4], "stream", wide, NODE_SLOTS, t + 1200, 5400, "COMPLETED", "0:0"),
+        Draft(u[3], "mdstorm", min(2, n_nodes), NODE_SLOTS, t + 1800, 2700, "COMPLETED", "0:0"),
+        Draft(u[4], "stream", wide, NODE_SLOTS, t + 1200, 5400, "COMPLETED", "0:0"),
     ]
     for i in range(4):
         drafts.append(
-            _Draft(u[2], "quiet" if i % 2 else "smallio", 1, 1, t + 60, 1500 + 300 * i,
+            Draft(u[2], "quiet" if i % 2 else "smallio", 1, 1, t + 60, 1500 + 300 * i,
                    "COMPLETED" if i != 2 else "FAILED", "0:0" if i != 2 else "1:0",
                    array=(0, i + 1), name="postproc", extra={"delay": str(i * 600)})
         )
     return drafts
 
 
-def _place(rng: random.Random, sched: _Scheduler, d: _Draft, shared_node: str) -> None:
+def _place(rng: random.Random, sched: _Scheduler, d: Draft, shared_node: str) -> None:
     if d.extra.get("pin") == "shared":
         d.start, d.nodes = d.submit, (shared_node,)
         sched.take(d.nodes, d.slots, d.submit, d.submit + d.duration)
@@ -237,7 +146,7 @@ def _place(rng: random.Random, sched: _Scheduler, d: _Draft, shared_node: str) -
     d.state, d.exit_code, d.duration = "CANCELLED", "0:0", t0 - d.submit  # never started
 
 
-def _assign_ids(rng: random.Random, drafts: list[_Draft]) -> None:
+def _assign_ids(rng: random.Random, drafts: list[Draft]) -> None:
     """Ids follow submit order; array tasks share their array's id as JobID prefix and the
     last task keeps the array's own id as JobIDRaw (as Slurm does: `6_1|9`, `6_2|6`)."""
     next_id = rng.randrange(3_000_000, 9_000_000)
@@ -260,7 +169,7 @@ def _assign_ids(rng: random.Random, drafts: list[_Draft]) -> None:
         d.job_id = f"{base}_{task}"
 
 
-def _finish(d: _Draft, rng: random.Random, end: int) -> Job:
+def _finish(d: Draft, rng: random.Random, end: int) -> Job:
     name = d.name or rng.choice(_JOB_NAMES[d.profile])
     account = rng.choice(d.user.accounts)
     running = d.start is not None and d.start + d.duration > end
@@ -301,8 +210,6 @@ def make_jobs(rng: random.Random, users: tuple[User, ...], nodes: tuple[str, ...
 
     `scenario` "dense" (simulate.scenario): `jobs_per_hour` counts submissions, half of them
     task farms of several single-slot tasks, on nodes with twice the slots."""
-    from slurm_io.simulate.scenario import SCENARIOS, dense_drafts
-
     sc = SCENARIOS[scenario]
     sched = _Scheduler(nodes, sc.node_slots)
     planted = _planted_drafts(users, len(nodes), planted_at) if planted_at < end - 900 else []

@@ -2,17 +2,16 @@
 node) and the timed increments (`bursts`) the Lustre model turns into counters.
 
 Apart from slurm_io.simulate.cluster (who runs what, where, when) so that each holds one
-model; cluster re-exports these names. Pure: everything is drawn from the `random.Random`
-passed in.
+model; the jobs and users they belong to come from the leaf simulate.people. Pure: everything
+is drawn from the `random.Random` passed in.
 """
 
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from slurm_io.simulate.cluster import Job, User
+from slurm_io.simulate.people import Job, User
 
 BURST_EVERY = 40.0  # seconds between two increments of one phase on one target kind
 MIB = 1 << 20

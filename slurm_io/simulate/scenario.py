@@ -15,7 +15,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from slurm_io.simulate.cluster import PROFILES, User, _Draft, _draw_state, _weighted
+from slurm_io.simulate.people import PROFILES, Draft, User, draw_state, weighted
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ def user_profiles(rng: random.Random, users: tuple[User, ...], k: int
             continue
         chosen: list[tuple[str, float]] = []
         while len(chosen) < min(k, len(PROFILES)):
-            name = _weighted(rng, PROFILES)
+            name = weighted(rng, PROFILES)
             if name not in (c[0] for c in chosen):
                 chosen.append((name, dict(PROFILES)[name]))
         out[u.uid] = tuple(chosen)
@@ -62,10 +62,10 @@ def user_profiles(rng: random.Random, users: tuple[User, ...], k: int
 
 
 def dense_drafts(rng: random.Random, users: tuple[User, ...], start: int, end: int,
-                 submits_per_hour: float, sc: Scenario) -> list[_Draft]:
+                 submits_per_hour: float, sc: Scenario) -> list[Draft]:
     """Submissions of a dense cluster: single jobs and task farms (job arrays whose tasks
     are single-slot and land together on shared nodes), a few users submitting most."""
-    drafts: list[_Draft] = []
+    drafts: list[Draft] = []
     heavy = [1.0 / (1 + i) for i in range(len(users))]
     profiles = user_profiles(rng, users, sc.profiles_per_user)
     t = float(start)
@@ -75,14 +75,14 @@ def dense_drafts(rng: random.Random, users: tuple[User, ...], start: int, end: i
         if t >= end - 600:
             return drafts
         user = rng.choices(users, weights=heavy)[0]
-        profile = _weighted(rng, profiles[user.uid])
+        profile = weighted(rng, profiles[user.uid])
         duration = int(min(4 * 3600, max(480, rng.lognormvariate(math.log(2700), 0.6))))
         if rng.random() < sc.farm_share:
             n = rng.randint(*sc.farm_tasks)
             for i in range(n):
                 task_len = int(duration * rng.uniform(0.6, 1.2))
-                state, code, actual = _draw_state(rng, task_len)
-                drafts.append(_Draft(user, profile, 1, 1, int(t), actual, state, code,
+                state, code, actual = draw_state(rng, task_len)
+                drafts.append(Draft(user, profile, 1, 1, int(t), actual, state, code,
                                      array=(key, i + 1)))
             key += 1
             continue
@@ -90,5 +90,5 @@ def dense_drafts(rng: random.Random, users: tuple[User, ...], start: int, end: i
             n_nodes, slots = rng.choice((2, 4)), sc.node_slots
         else:
             n_nodes, slots = 1, rng.choice((1, 1, 2))
-        state, code, actual = _draw_state(rng, duration)
-        drafts.append(_Draft(user, profile, n_nodes, slots, int(t), actual, state, code))
+        state, code, actual = draw_state(rng, duration)
+        drafts.append(Draft(user, profile, n_nodes, slots, int(t), actual, state, code))

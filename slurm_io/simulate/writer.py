@@ -28,17 +28,11 @@ import hostlist
 
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.parse.render import render_read, render_target
-from slurm_io.simulate.cluster import (
-    SYSTEM_USERS,
-    Burst,
-    Job,
-    Phase,
-    Workload,
-    build_workload,
-    bursts,
-)
+from slurm_io.simulate.cluster import Workload, build_workload
 from slurm_io.simulate.ids import IdPlan, compute_node_id, login_node_id, plan_ids
 from slurm_io.simulate.lustre import METRICS, FileSystem, Ledger, Server, plan_servers
+from slurm_io.simulate.people import SYSTEM_USERS, Job
+from slurm_io.simulate.phases import Burst, Phase, bursts
 from slurm_io.simulate.scenario import SCENARIOS
 
 READ_PERIOD = 120

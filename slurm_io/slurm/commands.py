@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurm_io.jobs.sacct import SACCT_FIELDS, SACCT_FIELDS_SLUID
+from slurm_io import procs
+from slurm_io.slurm.fields import SACCT_FIELDS, SACCT_FIELDS_SLUID
 from slurm_io.slurm.scontrol import cluster_name
 
 DEFAULT_SACCT = "/usr/bin/sacct"
@@ -79,15 +79,14 @@ class Slurm:
         try:
             # surrogateescape: a job name or work dir may hold any byte but NUL; the parsers
             # clean them (slurm_io.text), a strict decode would fail the whole run
-            proc = subprocess.run(argv, capture_output=True, text=True, env=self._environment(),
-                                  encoding="utf-8", errors="surrogateescape",
-                                  timeout=limit, check=False, stdin=subprocess.DEVNULL)
+            proc = procs.run(argv, timeout=limit, env=self._environment(), text=True,
+                             errors="surrogateescape")
         except FileNotFoundError as e:
             raise SlurmError(f"{path}: not found (give the path with --{tool} or "
                              f"[slurm] {tool} in the config)") from e
         except PermissionError as e:
             raise SlurmError(f"{path}: not executable: {e}") from e
-        except subprocess.TimeoutExpired as e:
+        except procs.Timeout as e:
             raise SlurmError(f"{tool} did not finish within {limit:.0f} s") from e
         if proc.returncode != 0:
             detail = (proc.stderr or proc.stdout).strip().splitlines()

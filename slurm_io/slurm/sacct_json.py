@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from slurm_io.jobs.nodes import NodeListError, expand_nodes
 from slurm_io.model import JobRecord
+from slurm_io.slurm.nodes import NodeListError, expand_nodes
 
 
 def _number(value: Any) -> int | None:

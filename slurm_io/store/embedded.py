@@ -76,11 +76,11 @@ from slurm_io.store.embedded_setup import (
     SUPERUSER,
     SUPERUSER_MAP,
     USERS_MAP,
+    Account,
     EmbeddedPostgresError,
     PostgresNotInstalled,
-    _Account,
-    _current_user_name,
     auth_files,
+    current_user_name,
     find_bindir,
     server_conf,
     write_owned,
@@ -127,7 +127,7 @@ class EmbeddedPostgres:
         authentication lets them log in as nothing else.
         """
         if self._foreign():
-            return make_conninfo(self.conninfo, user=_current_user_name())
+            return make_conninfo(self.conninfo, user=current_user_name())
         with self._locked():
             account = prepare_dirs(self.pg_dir, self.socket_dir, self.log_dir, self.data_dir)
             if not self._initialized():
@@ -229,7 +229,7 @@ class EmbeddedPostgres:
     def _bin(self, name: str) -> str:
         return str(self._bin_dir() / name)
 
-    def _initdb(self, account: _Account | None) -> None:
+    def _initdb(self, account: Account | None) -> None:
         """initdb into a scratch directory and rename it: the data dir is never half-made."""
         scratch = self.pg_dir / "data.initdb"
         if scratch.exists():
@@ -244,17 +244,17 @@ class EmbeddedPostgres:
             conf.write("include 'slurm_io.conf'\n")
         os.rename(scratch, self.data_dir)
 
-    def _write_conf(self, account: _Account | None) -> None:
+    def _write_conf(self, account: Account | None) -> None:
         """(Re)write slurm_io.conf: absolute paths follow the state dir if it was moved."""
 
         text = server_conf(self.socket_dir, self.log_dir)
         write_owned(self.data_dir / "slurm_io.conf", text, account)
 
-    def _auth_files(self, account: _Account | None) -> dict[str, str]:
+    def _auth_files(self, account: Account | None) -> dict[str, str]:
         """The pg_hba.conf and pg_ident.conf this module keeps in the data directory."""
-        return auth_files(account.name if account is not None else _current_user_name())
+        return auth_files(account.name if account is not None else current_user_name())
 
-    def _write_auth(self, account: _Account | None) -> bool:
+    def _write_auth(self, account: Account | None) -> bool:
         """(Re)write pg_hba.conf and pg_ident.conf; True when either changed."""
         changed = False
         for name, text in self._auth_files(account).items():
@@ -262,7 +262,7 @@ class EmbeddedPostgres:
             changed |= write_owned(path, text, account)
         return changed
 
-    def _start_or_sync(self, account: _Account | None) -> None:
+    def _start_or_sync(self, account: Account | None) -> None:
         """Start the server, or make a running one use our authentication files."""
         if running_pid(self.data_dir) is None:
             self._start(account)
@@ -283,7 +283,7 @@ class EmbeddedPostgres:
                 f"to /usr/lib/postgresql/{data_version}/bin (or dump and re-initialise)"
             )
 
-    def _start(self, account: _Account | None) -> None:
+    def _start(self, account: Account | None) -> None:
         self._check_version()
         self._write_conf(account)
         self._write_auth(account)
@@ -307,6 +307,6 @@ class EmbeddedPostgres:
                 conn.execute(f'CREATE DATABASE "{DATABASE}"')
         self._db_marker.touch(mode=0o600)
 
-    def _run(self, cmd: list[str], account: _Account | None, *, what: str) -> None:
+    def _run(self, cmd: list[str], account: Account | None, *, what: str) -> None:
         """Run a PostgreSQL tool in pg/ (embedded_host.run_tool)."""
         run_tool(cmd, account, cwd=self.pg_dir, log_dir=self.log_dir, what=what)

@@ -13,15 +13,15 @@ import contextlib
 import os
 import pwd
 import stat
-import subprocess
 from pathlib import Path
 
+from slurm_io import procs
 from slurm_io.store.embedded_setup import (
     FALLBACK_ACCOUNT,
     SERVICE_ACCOUNT,
+    Account,
     EmbeddedPostgresError,
-    _Account,
-    _create_system_account,
+    create_system_account,
 )
 
 
@@ -40,7 +40,7 @@ def make_state_dir(state_dir: Path) -> None:
 
 
 def prepare_dirs(pg_dir: Path, socket_dir: Path, log_dir: Path, data_dir: Path
-                 ) -> _Account | None:
+                 ) -> Account | None:
     """Create pg/ (0711), run/ (0755) and log/ (0700), owned by the server account.
 
     run/ is open to every local user because authentication is `peer` (see embedded.py's
@@ -59,7 +59,7 @@ def prepare_dirs(pg_dir: Path, socket_dir: Path, log_dir: Path, data_dir: Path
     return account
 
 
-def server_account(data_dir: Path) -> _Account | None:
+def server_account(data_dir: Path) -> Account | None:
     """The account to run the server as; None means the current (non-root) user.
 
     An existing cluster keeps running as the owner of its data directory; a new one uses
@@ -73,18 +73,18 @@ def server_account(data_dir: Path) -> _Account | None:
             raise EmbeddedPostgresError(
                 f"{data_dir} is owned by root; PostgreSQL cannot run as root"
             )
-        return _Account.from_pwd(pwd.getpwuid(uid))
+        return Account.from_pwd(pwd.getpwuid(uid))
     try:
         entry = pwd.getpwnam(SERVICE_ACCOUNT)
     except KeyError:
         try:
             entry = pwd.getpwnam(FALLBACK_ACCOUNT)
         except KeyError:
-            entry = _create_system_account(FALLBACK_ACCOUNT)
-    return _Account.from_pwd(entry)
+            entry = create_system_account(FALLBACK_ACCOUNT)
+    return Account.from_pwd(entry)
 
 
-def check_traversable(pg_dir: Path, account: _Account) -> None:
+def check_traversable(pg_dir: Path, account: Account) -> None:
     """Fail clearly when the server account cannot reach pg/ (we never chmod parents)."""
     for parent in pg_dir.parents:
         st = parent.stat()
@@ -128,7 +128,7 @@ def running_pid(data_dir: Path) -> int | None:
     return pid if b"postgres" in cmdline else None
 
 
-def run_tool(cmd: list[str], account: _Account | None, *, cwd: Path, log_dir: Path,
+def run_tool(cmd: list[str], account: Account | None, *, cwd: Path, log_dir: Path,
              what: str) -> None:
     """Run a PostgreSQL tool, as `account` when we are root, with a clean environment;
     a failure says what it could not do, with the tool's words and the server log's tail."""
@@ -146,12 +146,9 @@ def run_tool(cmd: list[str], account: _Account | None, *, cwd: Path, log_dir: Pa
     else:
         env["HOME"] = os.environ.get("HOME", str(cwd))
     try:
-        proc = subprocess.run(
-            cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-            capture_output=True, text=True, timeout=600, check=False,
-            **kwargs,  # type: ignore[arg-type]
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = procs.run(cmd, env=env, cwd=cwd, text=True, timeout=600,
+                         **kwargs)
+    except (OSError, procs.Timeout) as exc:
         raise EmbeddedPostgresError(f"cannot {what}: {exc}") from exc
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip()

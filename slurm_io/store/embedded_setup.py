@@ -13,9 +13,10 @@ import os
 import pwd
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from slurm_io import procs
 
 BINDIR_ENV = "SLURM_IO_PG_BINDIR"
 SUPERUSER = "slurmio"
@@ -27,6 +28,7 @@ PORT = 5432
 SERVICE_ACCOUNT = "postgres"  # preferred account when running as root (Debian creates it)
 FALLBACK_ACCOUNT = "slurmio"  # created as a system account when `postgres` does not exist
 REQUIRED_BINARIES = ("initdb", "pg_ctl", "postgres")
+USERADD_TIMEOUT = 60.0  # seconds; useradd had none before procs (a hung NSS would hang us)
 # pg_ident.conf map names (see the security model above).
 SUPERUSER_MAP = "slurmio_superuser"  # the server account and root -> slurmio
 USERS_MAP = "slurmio_users"  # any other OS account -> the role of the same name
@@ -79,7 +81,7 @@ def find_bindir() -> Path:
 
 
 @dataclass(frozen=True)
-class _Account:
+class Account:
     """The OS account the server runs as when we are root (None elsewhere: the current user)."""
 
     name: str
@@ -89,12 +91,12 @@ class _Account:
     home: str
 
     @classmethod
-    def from_pwd(cls, entry: pwd.struct_passwd) -> _Account:
+    def from_pwd(cls, entry: pwd.struct_passwd) -> Account:
         groups = tuple(os.getgrouplist(entry.pw_name, entry.pw_gid))
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
 
 
-def _current_user_name() -> str:
+def current_user_name() -> str:
     """The OS account name of this process (peer authentication sees the same)."""
     uid = os.geteuid()
     try:
@@ -105,22 +107,24 @@ def _current_user_name() -> str:
         ) from None
 
 
-def _create_system_account(name: str) -> pwd.struct_passwd:
+def create_system_account(name: str) -> pwd.struct_passwd:
     """Create a no-login system account (only when `postgres` does not exist)."""
     useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+    argv = [useradd, "--system", "--user-group", "--no-create-home", "--home-dir",
+            "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment",
+            "slurm-io embedded PostgreSQL", name]
+    error: Exception | None = None
     try:
-        subprocess.run(
-            [useradd, "--system", "--user-group", "--no-create-home", "--home-dir",
-             "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment",
-             "slurm-io embedded PostgreSQL", name],
-            check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.CalledProcessError) as exc:
-        detail = getattr(exc, "stderr", "") or str(exc)
+        proc = procs.run(argv, text=True, timeout=USERADD_TIMEOUT)
+        detail = (proc.stderr or f"{useradd} exited {proc.returncode}") if proc.returncode else ""
+    except (OSError, procs.Timeout) as exc:
+        error, detail = exc, str(exc)
+    if detail:
         # A concurrent process may have created it first.
         with contextlib.suppress(KeyError):
             return pwd.getpwnam(name)
-        raise EmbeddedPostgresError(f"cannot create system account {name!r}: {detail}") from exc
+        raise EmbeddedPostgresError(f"cannot create system account {name!r}: {detail}"
+                                    ) from error
     return pwd.getpwnam(name)
 
 
@@ -183,7 +187,7 @@ def auth_files(owner: str) -> dict[str, str]:
     return {"pg_hba.conf": hba, "pg_ident.conf": ident}
 
 
-def write_owned(path: Path, text: str, account: _Account | None) -> bool:
+def write_owned(path: Path, text: str, account: Account | None) -> bool:
     """Replace a server config file atomically (mode 0600, owned by the server's account);
     False when it already holds `text`, so that callers reload the server only on change."""
     with contextlib.suppress(OSError):

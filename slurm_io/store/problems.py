@@ -12,21 +12,15 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from slurm_io.model import Problem
 from slurm_io.text import clean
+
+__all__ = ["Problem", "StoredProblem", "clean_opt", "counts", "database_identity", "recent",
+           "record"]
 
 log = logging.getLogger(__name__)
 
 MAX_RECORD_BYTES = 64 * 1024
-
-
-class Problem(NamedTuple):
-    """One refused record (or one loss), as reported by an intake."""
-
-    source: str  # 'sacct', 'hook-spool', 'jobstats', 'batch', 'state', 'hook-env'
-    reason: str  # one line: what was wrong
-    origin: str | None = None  # collector, file name, line number ...
-    record: bytes | str | None = None  # the record as received
-    lost: str | None = None  # what could not be stored because of it
 
 
 class StoredProblem(NamedTuple):

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from slurm_io.jobs.nodes import expand_nodes
-from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from slurm_io.jobs.sacct import parse_sacct
+from slurm_io.slurm.fields import SACCT_FIELDS
+from slurm_io.slurm.nodes import expand_nodes
 from tests.shared import shared_file
 
 FIXTURES = ("fixtures", "slurm", "22.05")  # in ../shared

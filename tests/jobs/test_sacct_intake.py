@@ -13,7 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from slurm_io.jobs.sacct import parse_sacct
+from slurm_io.slurm.fields import SACCT_FIELDS
 from tests.jobs.test_sacct import row
 from tests.shared import shared_file
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from slurm_io.cli import main
-from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from slurm_io.jobs.sacct import parse_sacct
 from slurm_io.jobs.store import (
     UpsertCounts,
     newest_end,
@@ -23,6 +23,7 @@ from slurm_io.jobs.store import (
 from slurm_io.jobs.sync import default_since
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.model import JobRecord
+from slurm_io.slurm.fields import SACCT_FIELDS
 from tests.shared import SHARED, shared_file
 
 DUMPS = SHARED / "fixtures" / "slurm" / "22.05" / "dumps"

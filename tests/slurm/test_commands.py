@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_io.jobs.sacct import SACCT_FIELDS, SACCT_FIELDS_SLUID, parse_sacct
+from slurm_io.jobs.sacct import parse_sacct
 from slurm_io.jobs.source import SacctSource
 from slurm_io.slurm import Slurm, SlurmError, parse_version
+from slurm_io.slurm.fields import SACCT_FIELDS, SACCT_FIELDS_SLUID
 from tests import needs
 
 root_only = needs.root("the Slurm testbeds need root")

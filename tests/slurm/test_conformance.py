@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from slurm_io.jobs.hookenv import record_from_hook_env
-from slurm_io.jobs.sacct import SACCT_FIELDS, parse_sacct
+from slurm_io.jobs.sacct import parse_sacct
 from slurm_io.jobs.store import ACTIVE_STATES
 from slurm_io.model import JobRecord
 from slurm_io.slurm.commands import SLUID_SINCE
+from slurm_io.slurm.fields import SACCT_FIELDS
 from slurm_io.slurm.sacct_json import parse_sacct_json
 from tests.shared import SHARED, shared_file
 

@@ -107,6 +107,32 @@ def test_daily_cli_and_mail(views_dsn, tmp_path):
     assert html.count('src="cid:') == 4
 
 
+def test_a_refused_daily_mail_is_one_line_and_exit_1(views_dsn, tmp_path):
+    """The daily mail goes through notify.smtp like every mail: a recipient the server
+    refuses ends the command with one line naming the server and the refusal."""
+    from aiosmtpd.controller import Controller
+
+    class Refusing:
+        async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+            return "550 5.1.1 no such user here"
+
+    ctl = Controller(Refusing(), hostname="127.0.0.1", port=_free_port())
+    ctl.start()
+    try:
+        cfg = tmp_path / "config.toml"
+        cfg.write_text(f'[mail]\nsmtp_host = "127.0.0.1"\nsmtp_port = {ctl.port}\n')
+        r = CliRunner().invoke(main, ["--config", str(cfg), "--dsn", views_dsn, "daily",
+                                      "--date", "2026-11-18", "--out", str(tmp_path / "d"),
+                                      "--mail-to", "staff@example.org"])
+    finally:
+        ctl.stop()
+    assert r.exit_code == 1, r.output
+    assert r.stderr.splitlines()[-1] == (f"mail not sent: 127.0.0.1:{ctl.port}: RCPT "
+                                         "TO:<staff@example.org> refused: 550 5.1.1 no such "
+                                         "user here")
+    assert "Traceback" not in r.output
+
+
 def test_mail_is_skipped_without_a_host(views_dsn, tmp_path):
     cfg = tmp_path / "config.toml"
     cfg.write_text('[mail]\nhost = ""\n')

@@ -3,7 +3,8 @@
 Slurm prints compressed lists (`c[0001-0003,0007]`, `node[01-03],gpu02`); Lustre's `%H` and
 the collector's host dimension use short names, so every node name is expanded with
 python-hostlist (never by hand: ranges, padding and nested lists have many corner cases) and
-cut at the first dot.
+cut at the first dot. In the Slurm seam (pure, no command run): both jobs (sacct text, hook
+environments) and slurm.sacct_json read node lists, and jobs imports slurm, never the reverse.
 """
 
 from __future__ import annotations
