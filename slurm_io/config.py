@@ -41,6 +41,9 @@ class Config:
     collector_name: str = field(default_factory=lambda: socket.gethostname().split(".")[0])
     spool_dir: Path | None = None
     command_timeout: float = 90.0
+    # committed batches kept to be sent again to a database restored from a backup
+    # (docs/collector.md "Restores"); a duration like "3d", "12h"
+    replay_window: str = "3d"
     # job id grammar
     jobid_formats: tuple[str, ...] = ("%j:%u:%H", "%e.%u")
     system_uid_max: int = 999
@@ -148,6 +151,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "collect.name": ("collector_name", str),
     "collect.spool_dir": ("spool_dir", Path),
     "collect.command_timeout": ("command_timeout", float),
+    "collect.replay_window": ("replay_window", str),
     "jobid.formats": ("jobid_formats", tuple),
     "jobid.system_uid_max": ("system_uid_max", int),
     "jobid.system_uids": ("system_uids", tuple),

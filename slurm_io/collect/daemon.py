@@ -49,6 +49,7 @@ def flush(spool: Spool, link: DatabaseLink, collectors: list[Collector] | tuple 
             conn = link()
             for c in collectors:
                 c.bind(conn)
+                c.recover(conn)
                 c.record_problems(conn)
         written, remaining = spool.flush(link, log=log)
     except (psycopg.Error, RuntimeError) as e:
