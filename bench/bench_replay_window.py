@@ -67,7 +67,8 @@ def measure(kind: str, entries: int, release: str, interval: float) -> dict:
                 "kept_MB": round(len(packed) / 1e6, 2),
                 "ratio": round(len(raw) / len(packed), 1),
                 "compress_cpu_s": round(cpu_pack, 3),
-                "level6_MB": round(len(packed6) / 1e6, 2), "level6_cpu_s": round(cpu_pack6, 3), "decompress_cpu_s": round(cpu_unpack, 3),
+                "level6_MB": round(len(packed6) / 1e6, 2), "level6_cpu_s": round(cpu_pack6, 3),
+                "decompress_cpu_s": round(cpu_unpack, 3),
                 "interval_s": interval,
                 "raw_GB_per_day": round(len(raw) * per_day / 1e9, 2),
                 "kept_GB_per_day": round(len(packed) * per_day / 1e9, 2)}

@@ -79,6 +79,8 @@ class Config:
     report_sweep_hours: float = 6.0
     report_max_attempts: int = 8
     report_retry_base: float = 60.0
+    # hook records and the ledger of mailed jobs kept for a restored database (docs/hook.md)
+    report_replay_window: str = "3d"
     # Slurm's commands (docs/jobs.md): absolute paths, hooks and timers run without PATH.
     # sacct None: pyslurm when importable, else /usr/bin/sacct (jobs sync).
     sacct: str | None = None
@@ -183,6 +185,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "report.sweep_hours": ("report_sweep_hours", float),
     "report.max_attempts": ("report_max_attempts", int),
     "report.retry_base": ("report_retry_base", float),
+    "report.replay_window": ("report_replay_window", str),
     "mail.smtp_host": ("mail_host", str),  # aliases of mail.host/port (`jobio daily`)
     "mail.smtp_port": ("mail_port", int),
     "slurm.sacct": ("sacct", str),

@@ -38,7 +38,7 @@ from slurm_io.delta import state_file
 from slurm_io.delta.state_store import StateStore
 from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
-from slurm_io.store import kept, problems
+from slurm_io.store import problems, recovery
 from slurm_io.store.problems import Problem
 from slurm_io.store.spool import Spool
 
@@ -185,7 +185,7 @@ class Collector:
         newest = store.newest(self.name, identity)
         if newest == 0:
             return 0
-        db_seq, db_time = kept.newest_stored(conn, self.name)
+        db_seq, db_time = recovery.newest_stored(conn, self.name)
         if newest <= db_seq:
             return 0
         missing = [s for s in store.seqs(self.name, identity) if s > db_seq]

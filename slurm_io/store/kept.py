@@ -30,7 +30,6 @@ import shutil
 import time
 import zlib
 from pathlib import Path
-from typing import Any
 
 from slurm_io.fsutil import durable_replace
 
@@ -38,18 +37,6 @@ FOLDER = "kept"
 SUFFIX = ".batch.z"
 LEVEL = 1  # zlib level: most of the gain of level 6 at a third of its CPU
 PRUNE_EVERY = 60.0  # seconds between scans for files older than the window
-
-
-def newest_stored(conn: Any, collector: str) -> tuple[int, float | None]:
-    """(seq, read time) of `collector`'s newest batch in the database; (0, None) for none.
-
-    One probe of ingest_batch's primary key (collector, seq): cheap enough for every flush.
-    """
-    with conn.transaction():
-        row = conn.execute(
-            "SELECT seq, extract(epoch FROM read_time)::float8 FROM ingest_batch"
-            " WHERE collector = %s ORDER BY seq DESC LIMIT 1", (collector,)).fetchone()
-    return (int(row[0]), float(row[1])) if row else (0, None)
 
 
 def _seq_of(name: str, collector: str) -> int | None:

@@ -87,9 +87,9 @@ def sums(rows: list[tuple]) -> Counter:
     out: Counter = Counter()
     for r in rows:
         key = (r[3], r[5], r[9], r[0], r[1])  # target, job, raw id, ts_start, ts_end
-        out[key + ("read",)] += r[10] or 0
-        out[key + ("write",)] += r[16] or 0
-        out[key + ("ops",)] += sum(x or 0 for x in r[22:30])
+        out[(*key, "read")] += r[10] or 0
+        out[(*key, "write")] += r[16] or 0
+        out[(*key, "ops")] += sum(x or 0 for x in r[22:30])
     return out
 
 
