@@ -286,9 +286,15 @@ def recover(conn: Any, spool_dir: str) -> list[int]:
         target = os.path.join(spool_dir, os.path.basename(path))
         if os.path.exists(target) or not _lacks(conn, path):
             continue
-        with contextlib.suppress(FileNotFoundError):
-            os.link(path, target)
-            again.append(int(os.path.basename(path)[: -len(SUFFIX)]))
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        # a copy, not a hard link: renaming a link onto its twin does nothing (rename(2))
+        with durable_replace(target, 0o640) as out:
+            out.write(data)
+        again.append(int(os.path.basename(path)[: -len(SUFFIX)]))
     return again
 
 
