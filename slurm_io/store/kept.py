@@ -67,16 +67,17 @@ class Kept:
         """The database committed the batch in spool file `src`: keep it compressed here and
         remove it from the spool. An error writing the copy only costs the copy."""
         self.current = identity
+        target = self.path(identity, collector, seq)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             data = zlib.compress(src.read_bytes(), LEVEL)
-            folder = self._folder(identity)
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            target = self.path(identity, collector, seq)
-            tmp = folder / f".{target.name}.{os.getpid()}.tmp"
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             tmp.write_bytes(data)
             os.replace(tmp, target)
         except OSError:
-            pass  # a full disk: the database has the batch, only the second copy is missing
+            # a full disk: the database has the batch, only the second copy is missing
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         else:
             key = (identity, collector)
             if seq > self._newest.get(key, -1):
@@ -112,12 +113,19 @@ class Kept:
             out.write(data)
         return True
 
-    def prune(self, now: float | None = None, *, force: bool = False) -> int:
+    def free(self) -> int:
+        """The disk is full: the spool and the state come first, so every kept copy but the
+        marks (each collector's newest) goes. Returns the files removed."""
+        return self.prune(force=True, window=-1.0)
+
+    def prune(self, now: float | None = None, *, force: bool = False,
+              window: float | None = None) -> int:
         """Remove kept batches committed longer than the window ago, except each collector's
         newest (of the current database); folders of other databases go once all their files
         are older. Scans at most once a minute (a listing of a few thousand names), or a
         tenth of a shorter window. Returns the files removed."""
         now = time.time() if now is None else now
+        window = self.window if window is None else window
         if not force and now - self._pruned_at < min(PRUNE_EVERY, self.window / 10):
             return 0
         self._pruned_at = now
@@ -142,7 +150,7 @@ class Kept:
                     newest[collector] = max(name, newest.get(collector, ""))
             left = len(files)
             for collector, name, mtime in files:
-                if now - mtime > self.window and name != newest.get(collector):
+                if now - mtime > window and name != newest.get(collector):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(os.path.join(folder.path, name))
                     removed += 1
