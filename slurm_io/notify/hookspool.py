@@ -239,10 +239,9 @@ def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:
 def keep(spool_dir: str, path: str) -> None:
     """Move a stored record to kept/ (a rename) and name it the newest; a failure only costs
     the second copy, and the record leaves the spool either way."""
-    kept = os.path.join(spool_dir, KEPT)
     name = os.path.basename(path)
     try:
-        os.makedirs(kept, mode=0o770, exist_ok=True)
+        kept = kept_dir(spool_dir)
         os.replace(path, os.path.join(kept, name))
         tmp = os.path.join(kept, f"{NEWEST}.{os.getpid()}.tmp")
         with open(tmp, "w") as f:
@@ -251,6 +250,18 @@ def keep(spool_dir: str, path: str) -> None:
     except OSError:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+
+
+def kept_dir(spool_dir: str) -> str:
+    """`<spool_dir>/kept`, created with the spool directory's own mode (2770 in docs/hook.md:
+    the hook's SlurmUser and the reporter's account both write there, whatever umask the
+    first of them runs with)."""
+    kept = os.path.join(spool_dir, KEPT)
+    if not os.path.isdir(kept):
+        os.makedirs(kept, mode=0o770, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.chmod(kept, os.stat(spool_dir).st_mode & 0o7777)
+    return kept
 
 
 def kept_records(spool_dir: str) -> list[str]:

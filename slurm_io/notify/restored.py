@@ -28,6 +28,8 @@ def open_ledger(s: ReporterSettings) -> ledger.SentLedger | None:
         return None
     path = s.spool_dir / hookspool.KEPT / LEDGER_NAME
     try:
+        if s.spool_dir.is_dir():
+            hookspool.kept_dir(str(s.spool_dir))
         return ledger.SentLedger(path, s.replay_window)
     except OSError as e:
         log.error("the ledger of mailed jobs %s cannot be read (%s): after a database "

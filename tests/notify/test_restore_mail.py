@@ -98,3 +98,6 @@ def test_jobs_hooked_and_mailed_before_a_restore_are_stored_and_mailed_once(
     assert any("lacks 2 job(s)" in m and "2002 2003" in m for m in told), told
     ledger = spool / hookspool.KEPT / LEDGER_NAME
     assert len(ledger.read_text().splitlines()) == 5
+    # kept/ has the spool's own mode: the hook's SlurmUser and the reporter both write there
+    kept = spool / hookspool.KEPT
+    assert kept.stat().st_mode & 0o7777 == spool.stat().st_mode & 0o7777
