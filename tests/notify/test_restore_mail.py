@@ -101,3 +101,17 @@ def test_jobs_hooked_and_mailed_before_a_restore_are_stored_and_mailed_once(
     # kept/ has the spool's own mode: the hook's SlurmUser and the reporter both write there
     kept = spool / hookspool.KEPT
     assert kept.stat().st_mode & 0o7777 == spool.stat().st_mode & 0o7777
+
+
+def test_a_report_replay_window_that_is_no_duration_is_refused_in_one_line(db_dsn, tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'dsn = "{db_dsn}"\n[report]\nreplay_window = "a week"\n')
+    jobio = Path(sys.executable).with_name("jobio")
+    r = subprocess.run([str(jobio), "--config", str(config), "report-daemon", "--once"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "[report] replay_window" in lines[0] and "a week" in lines[0]
