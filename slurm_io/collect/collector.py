@@ -38,7 +38,7 @@ from slurm_io.delta import state_file
 from slurm_io.delta.state_store import StateStore
 from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
-from slurm_io.store import problems, recovery
+from slurm_io.store import kept, problems, recovery
 from slurm_io.store.problems import Problem
 from slurm_io.store.spool import Spool
 
@@ -188,28 +188,24 @@ class Collector:
         db_seq, db_time = recovery.newest_stored(conn, self.name)
         if newest <= db_seq:
             return 0
-        missing = [s for s in store.seqs(self.name, identity) if s > db_seq]
+        todo = kept.gap(db_seq, store.seqs(self.name, identity))
         spooled = {p.name for p in self.spool.pending(self.name)}
         again = 0
-        for seq in missing:
+        for seq in todo.resend:
             path = self.spool.path_of(self.name, seq)
-            if path.name in spooled:
-                continue
-            if store.restore(self.name, seq, identity, path):
+            if path.name not in spooled and store.restore(self.name, seq, identity, path):
                 again += 1
-        kept_from = next((s for s in missing
-                          if self.spool.path_of(self.name, s).exists()), newest + 1)
-        since = "its first batch" if db_time is None else _utc(db_time)
+        since = "the collector's first read" if db_time is None else _utc(db_time)
         if again:
             log.warning("%s: the database lacks batches %d..%d that it had committed (restored "
                         "from a backup, or a standby that lagged; newest stored: batch %d of "
                         "%s): %d kept batch(es) spooled again", self.name, db_seq + 1, newest,
                         db_seq, since, again)
-        if kept_from > db_seq + 1 and (identity, db_seq + 1) not in self._lost_told:
-            self._lost_told.add((identity, db_seq + 1))
-            n = kept_from - db_seq - 1
-            lost = (f"{self.name}: {n} batch(es) {db_seq + 1}..{kept_from - 1}: I/O after "
-                    f"{since} up to the read before batch {kept_from}")
+        if todo.lost is not None and (identity, todo.lost[0]) not in self._lost_told:
+            self._lost_told.add((identity, todo.lost[0]))
+            first, last = todo.lost
+            lost = (f"{self.name}: {last - first + 1} batch(es) {first}..{last}: I/O after "
+                    f"{since} up to the read before batch {last + 1}")
             log.warning("%s: the database lost batches older than the replay window (%s); "
                         "lost: %s", self.name, _window(store.window), lost)
             self.problems.append(Problem(

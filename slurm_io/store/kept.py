@@ -30,6 +30,7 @@ import shutil
 import time
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 from slurm_io.fsutil import durable_replace
 
@@ -37,6 +38,23 @@ FOLDER = "kept"
 SUFFIX = ".batch.z"
 LEVEL = 1  # zlib level: most of the gain of level 6 at a third of its CPU
 PRUNE_EVERY = 60.0  # seconds between scans for files older than the window
+
+
+class Gap(NamedTuple):
+    """What a database behind the kept batches lacks: the kept ones to send again, and the
+    numbers no longer kept (first, last), or None."""
+
+    resend: list[int]
+    lost: tuple[int, int] | None
+
+
+def gap(db_seq: int, kept: list[int]) -> Gap:
+    """The batches after the database's newest (`db_seq`) that were committed once: those
+    kept are sent again, those before the oldest kept one are lost (pure)."""
+    resend = sorted(s for s in kept if s > db_seq)
+    if not resend or resend[0] == db_seq + 1:
+        return Gap(resend, None)
+    return Gap(resend, (db_seq + 1, resend[0] - 1))
 
 
 def _seq_of(name: str, collector: str) -> int | None:

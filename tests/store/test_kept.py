@@ -10,7 +10,7 @@ import time
 import zlib
 from pathlib import Path
 
-from slurm_io.store.kept import Kept
+from slurm_io.store.kept import Gap, Kept, gap
 
 DB, OTHER = "11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"
 
@@ -77,3 +77,10 @@ def test_a_window_of_0s_keeps_only_each_collectors_newest_batch(tmp_path):
         committed(kept, tmp_path, "oss01", seq, age=1.0)
     committed(kept, tmp_path, "oss01", 4)
     assert kept.seqs("oss01", DB) == [4]
+
+
+def test_the_gap_of_a_restored_database_is_what_to_send_again_and_what_is_lost():
+    assert gap(10, [3, 4, 5]) == Gap([], None)  # the database has them all
+    assert gap(4, [3, 4, 5, 6]) == Gap([5, 6], None)  # all kept: nothing lost
+    assert gap(2, [7, 8]) == Gap([7, 8], (3, 6))  # 3..6 were pruned: lost
+    assert gap(0, [9]) == Gap([9], (1, 8))  # restored from before the first batch
