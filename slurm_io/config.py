@@ -41,6 +41,9 @@ class Config:
     collector_name: str = field(default_factory=lambda: socket.gethostname().split(".")[0])
     spool_dir: Path | None = None
     command_timeout: float = 90.0
+    # committed batches kept to be sent again to a database restored from a backup
+    # (docs/collector.md "Restores"); a duration like "3d", "12h"
+    replay_window: str = "3d"
     # job id grammar
     jobid_formats: tuple[str, ...] = ("%j:%u:%H", "%e.%u")
     system_uid_max: int = 999
@@ -76,6 +79,8 @@ class Config:
     report_sweep_hours: float = 6.0
     report_max_attempts: int = 8
     report_retry_base: float = 60.0
+    # hook records and the ledger of mailed jobs kept for a restored database (docs/hook.md)
+    report_replay_window: str = "3d"
     # Slurm's commands (docs/jobs.md): absolute paths, hooks and timers run without PATH.
     # sacct None: pyslurm when importable, else /usr/bin/sacct (jobs sync).
     sacct: str | None = None
@@ -148,6 +153,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "collect.name": ("collector_name", str),
     "collect.spool_dir": ("spool_dir", Path),
     "collect.command_timeout": ("command_timeout", float),
+    "collect.replay_window": ("replay_window", str),
     "jobid.formats": ("jobid_formats", tuple),
     "jobid.system_uid_max": ("system_uid_max", int),
     "jobid.system_uids": ("system_uids", tuple),
@@ -179,6 +185,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "report.sweep_hours": ("report_sweep_hours", float),
     "report.max_attempts": ("report_max_attempts", int),
     "report.retry_base": ("report_retry_base", float),
+    "report.replay_window": ("report_replay_window", str),
     "mail.smtp_host": ("mail_host", str),  # aliases of mail.host/port (`jobio daily`)
     "mail.smtp_port": ("mail_port", int),
     "slurm.sacct": ("sacct", str),

@@ -36,6 +36,7 @@ def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
     from slurm_io.collect import daemon
     from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
     from slurm_io.store import db
+    from slurm_io.store.partitions import parse_duration
     from slurm_io.store.spool import Spool
 
     cfg = cfg.with_overrides(command=command, interval=interval, collector_name=collector_name,
@@ -43,7 +44,11 @@ def collect(cfg: Config, once: bool, from_dir: Path | None, command: str | None,
                              jobid_formats=jobid_formats or None, system_uid_max=system_uid_max,
                              system_uids=system_uids or None)
     grammar = JobIdGrammar.from_config(cfg.jobid_formats, cfg.system_uid_max, cfg.system_uids)
-    spool = Spool(cfg.spool)
+    try:
+        window = parse_duration(cfg.replay_window)
+    except ValueError as e:
+        raise JobioError(f"[collect] replay_window: {e}") from None
+    spool = Spool(cfg.spool, replay_window=window)
     link = daemon.DatabaseLink(db.upgrading_factory(cfg.dsn, state_dir=cfg.state_dir))
     stop = daemon.StopFlag()
     stop.install()

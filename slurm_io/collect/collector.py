@@ -13,6 +13,13 @@ collector `bind`s to the database behind the connection:
 - batch numbers continue after the larger of the state's and the database's, so a number
   is never used twice (a reused number would be dropped as "already stored").
 
+A database that lost batches it had committed (restored from a backup, a standby promoted
+while it lagged) keeps its identity, so `bind` sees nothing; `recover`, at every flush,
+compares the database's newest batch number with the newest batch kept after its commit
+(store.kept, `[collect] replay_window`): the kept batches the database lacks are spooled
+again and sent in order; the numbers before the oldest kept one are lost -- counted,
+logged once at WARNING and recorded as a problem with what was lost.
+
 A full disk (or any local I/O error) while spooling or saving the state changes nothing:
 the batch file is removed, the state is read back as it was saved, and the caller retries
 with the next read (`LocalStorageError`).
@@ -31,7 +38,7 @@ from slurm_io.delta import state_file
 from slurm_io.delta.state_store import StateStore
 from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
-from slurm_io.store import problems
+from slurm_io.store import kept, problems, recovery
 from slurm_io.store.problems import Problem
 from slurm_io.store.spool import Spool
 
@@ -54,6 +61,10 @@ def _utc(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
+def _window(seconds: float) -> str:
+    return f"{seconds / 86400:g}d" if seconds >= 86400 else f"{seconds:g}s"
+
+
 class Collector:
     """State, spool and sequence numbers of one server's collector."""
 
@@ -69,6 +80,7 @@ class Collector:
         self.bound = False
         self.lost_since: float | None = None  # the next baselines lose I/O since then
         self.floor = -math.inf  # reads up to this time are stored already
+        self._lost_told: set[tuple[str, int]] = set()  # (database, first seq) of losses told
         self._store = StateStore(self.state_path)
         self._load()
         if self._store.reset:
@@ -161,6 +173,46 @@ class Collector:
                 self.spool.set_aside(path, self.identity, log)
             self.seq = db_seq
         self.identity, self.bound = identity, True
+
+    def recover(self, conn: Any) -> int:
+        """Spool again the kept batches the database lost since it committed them (see the
+        module docstring); count what the window no longer holds. Returns the batches
+        spooled again. Cheap when nothing was lost: the newest kept number is in memory and
+        the database's is one index probe."""
+        store, identity = self.spool.kept, self.identity
+        if store is None or identity is None or identity == state_file.LEGACY:
+            return 0
+        newest = store.newest(self.name, identity)
+        if newest == 0:
+            return 0
+        db_seq, db_time = recovery.newest_stored(conn, self.name)
+        if newest <= db_seq:
+            return 0
+        todo = kept.gap(db_seq, store.seqs(self.name, identity))
+        spooled = {p.name for p in self.spool.pending(self.name)}
+        again = 0
+        for seq in todo.resend:
+            path = self.spool.path_of(self.name, seq)
+            if path.name not in spooled and store.restore(self.name, seq, identity, path):
+                again += 1
+        since = "the collector's first read" if db_time is None else _utc(db_time)
+        if again:
+            log.warning("%s: the database lacks batches %d..%d that it had committed (restored "
+                        "from a backup, or a standby that lagged; newest stored: batch %d of "
+                        "%s): %d kept batch(es) spooled again", self.name, db_seq + 1, newest,
+                        db_seq, since, again)
+        if todo.lost is not None and (identity, todo.lost[0]) not in self._lost_told:
+            self._lost_told.add((identity, todo.lost[0]))
+            first, last = todo.lost
+            lost = (f"{self.name}: {last - first + 1} batch(es) {first}..{last}: I/O after "
+                    f"{since} up to the read before batch {last + 1}")
+            log.warning("%s: the database lost batches older than the replay window (%s); "
+                        "lost: %s", self.name, _window(store.window), lost)
+            self.problems.append(Problem(
+                "restore", "batches committed to the database are missing from it and are "
+                f"no longer kept (replay window {_window(store.window)})", origin=self.name,
+                lost=lost))
+        return again
 
     def _set_aside(self, why: str, keep_spooled: set[str | None]) -> None:
         moved = self._store.set_aside("set-aside")

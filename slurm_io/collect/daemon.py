@@ -49,6 +49,7 @@ def flush(spool: Spool, link: DatabaseLink, collectors: list[Collector] | tuple 
             conn = link()
             for c in collectors:
                 c.bind(conn)
+                c.recover(conn)
                 c.record_problems(conn)
         written, remaining = spool.flush(link, log=log)
     except (psycopg.Error, RuntimeError) as e:
@@ -60,6 +61,17 @@ def flush(spool: Spool, link: DatabaseLink, collectors: list[Collector] | tuple 
     if remaining:
         link.reset()
     return written, remaining
+
+
+def free_kept(spool: Spool) -> None:
+    """Local storage is full: drop the kept copies of committed batches (store.kept) so that
+    the spool and the state, which nothing else holds, get the space."""
+    if spool.kept is None:
+        return
+    n = spool.kept.free()
+    if n:
+        log.warning("no space for the spool or the state: %d kept committed batch(es) "
+                    "removed; a database restored from a backup now would lose them", n)
 
 
 def _log_cycle(c: Collector, res: CycleResult, depth: int, written: int) -> None:
@@ -125,6 +137,7 @@ def replay(root: Path, *, state_dir: Path, spool: Spool, link: DatabaseLink,
                 # keep what is spooled, send it (that may free the space), try once more
                 log.error("%s: %s; the read %s is not stored yet, spooled batches are kept "
                           "and sent first", c.name, e, r.path.name)
+                free_kept(spool)
                 flush(spool, link, everyone)
                 try:
                     res = c.process(r.read_time, parse_file(r.path, c.previous))
@@ -206,6 +219,7 @@ class LiveDaemon:
                 log.error("%s: %s; this read is not stored (the next one covers its "
                           "interval), spooled batches are kept and sent", name, e)
                 del parsed
+                free_kept(self.spool)
                 flush(self.spool, self.link, [c])
                 return False
             written, remaining = flush(self.spool, self.link, [c])

@@ -73,7 +73,10 @@ def report_daemon_cmd(cfg: Config, once: bool, interval: float | None,
         _print_status(st)
         stuck = (st["spool_oldest_age"] or 0) > 3600 or st["spool_bad"]
         sys.exit(1 if st["failed_last_day"] or stuck else 0)
-    settings = rep.ReporterSettings.from_config(cfg, sacct=sacct_path)
+    try:
+        settings = rep.ReporterSettings.from_config(cfg, sacct=sacct_path)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     builder = load_builder(cfg)
     from slurm_io.store import db
 

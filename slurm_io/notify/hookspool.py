@@ -10,6 +10,12 @@ or a crash between commit and unlink, cost nothing but a repeated upsert.
 Only the standard library is imported at module level: the hook imports this before it
 forks, inside its 200 ms budget. Ingesting imports psycopg and the job store lazily.
 
+A stored record is not removed but moved to `kept/` (a rename: free) and kept for the replay
+window (`[report] replay_window`, pruned by the reporter); `kept/.newest` names the last one
+kept. A database restored from a backup lacks the jobs hooked since the backup: the
+reporter's `recover` sees that the newest kept job has no queue row and puts back into the
+spool every kept record whose job the database lacks (docs/hook.md "Restores").
+
 Files: `<job>.json` (pending), `.<job>.json.<pid>.tmp` (being written), `<job>.json.bad` (not
 a storable hook record: kept for an admin, with its reason in the `problem` table, reported by
 `report-daemon --status` and `jobio problems`),
@@ -29,6 +35,8 @@ from slurm_io.fsutil import durable_replace
 SUFFIX = ".json"
 BAD_SUFFIX = ".bad"
 LOCK_NAME = ".drain.lock"
+KEPT = "kept"  # stored records, kept for the replay window
+NEWEST = ".newest"  # in kept/: the name of the record kept last
 FORMAT_VERSION = 1
 MAX_TIME = 253402300799.0  # 9999-12-31: what timestamptz and datetime hold
 
@@ -223,7 +231,93 @@ def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:
                        f"{str(e).splitlines()[0] if str(e) else ''}")
             bad.append(path)
             continue
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        keep(spool_dir, path)
         done.append(job)
     return IngestResult(done, bad)
+
+
+def keep(spool_dir: str, path: str) -> None:
+    """Move a stored record to kept/ (a rename) and name it the newest; a failure only costs
+    the second copy, and the record leaves the spool either way."""
+    name = os.path.basename(path)
+    try:
+        kept = kept_dir(spool_dir)
+        os.replace(path, os.path.join(kept, name))
+        tmp = os.path.join(kept, f"{NEWEST}.{os.getpid()}.tmp")
+        with open(tmp, "w") as f:
+            f.write(name)
+        os.replace(tmp, os.path.join(kept, NEWEST))
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def kept_dir(spool_dir: str) -> str:
+    """`<spool_dir>/kept`, created with the spool directory's own mode (2770 in docs/hook.md:
+    the hook's SlurmUser and the reporter's account both write there, whatever umask the
+    first of them runs with)."""
+    kept = os.path.join(spool_dir, KEPT)
+    if not os.path.isdir(kept):
+        os.makedirs(kept, mode=0o770, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.chmod(kept, os.stat(spool_dir).st_mode & 0o7777)
+    return kept
+
+
+def kept_records(spool_dir: str) -> list[str]:
+    """Paths of the kept records, in job order."""
+    return pending(os.path.join(spool_dir, KEPT))
+
+
+def prune_kept(spool_dir: str, window: float, now: float) -> int:
+    """Remove kept records stored longer than `window` seconds ago; how many."""
+    removed = 0
+    for path in kept_records(spool_dir):
+        with contextlib.suppress(FileNotFoundError):
+            if now - os.stat(path).st_mtime > window:
+                os.unlink(path)
+                removed += 1
+    return removed
+
+
+def recover(conn: Any, spool_dir: str) -> list[int]:
+    """Put back into the spool the kept records of jobs the database lacks (a restore from a
+    backup); the raw job ids put back. Cheap when nothing is lacking: the newest kept job is
+    looked up, and only when the database lacks it are all kept records."""
+    kept = os.path.join(spool_dir, KEPT)
+    try:
+        with open(os.path.join(kept, NEWEST)) as f:
+            newest = os.path.join(kept, f.read().strip())
+    except OSError:
+        return []
+    if not _lacks(conn, newest):
+        return []
+    again = []
+    for path in kept_records(spool_dir):
+        target = os.path.join(spool_dir, os.path.basename(path))
+        if os.path.exists(target) or not _lacks(conn, path):
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        # a copy, not a hard link: renaming a link onto its twin does nothing (rename(2))
+        with durable_replace(target, 0o640) as out:
+            out.write(data)
+        again.append(int(os.path.basename(path)[: -len(SUFFIX)]))
+    return again
+
+
+def _lacks(conn: Any, path: str) -> bool:
+    """Whether the database has no queue row for the job of kept record `path`."""
+    from slurm_io.jobs.store import job_key
+    from slurm_io.store import recovery
+
+    try:
+        record = record_of(load_request(path)["env"])
+    except (OSError, BadRecord):
+        return False  # gone, or nothing that could be stored anyway
+    with conn.transaction():
+        key = job_key(conn, record)
+        return key is None or not recovery.queued(conn, key)

@@ -50,7 +50,7 @@ from slurm_io.jobs.source import SacctSource, SourceError
 from slurm_io.jobs.store import upsert_isolated
 from slurm_io.jobs.sync import keep_refused
 from slurm_io.jobs.uids import fill_uids
-from slurm_io.notify import hookspool, queue
+from slurm_io.notify import hookspool, queue, restored
 from slurm_io.notify.envelope import NoRecipient, finish_message, message_id
 from slurm_io.notify.interfaces import MailBuilder
 from slurm_io.notify.outcome import Outcome, PassResult, readiness
@@ -98,6 +98,8 @@ class Reporter:
         self.sweep_source = sweep_source or (lambda: SacctSource(settings.sacct, timeout=300))
         self._last_sweep: float | None = None
         self._stop: threading.Event | None = None
+        self.ledger = restored.open_ledger(settings)
+        self._pruned_at = -float("inf")
 
     # -- connection ------------------------------------------------------------------------
     @property
@@ -113,6 +115,7 @@ class Reporter:
         r = PassResult()
         conn = self.conn
         try:
+            self._recover(conn)
             self._ingest(conn, r)
             r.orphans = len(queue.resolve_orphans(conn, lease=self.settings.lease,
                                                   alive=claimer_alive))
@@ -142,6 +145,10 @@ class Reporter:
         finally:
             self.session.close()
         return r
+
+    def _recover(self, conn: psycopg.Connection) -> None:
+        """Hook records a restored database lacks go back to the spool (notify.restored)."""
+        self._pruned_at = restored.recover_hooks(conn, self.settings, self._pruned_at)
 
     def _ingest(self, conn: psycopg.Connection, r: PassResult) -> None:
         spool = str(self.settings.spool_dir)
@@ -208,6 +215,8 @@ class Reporter:
         if c is None:
             conn.rollback()
             return
+        if self._mailed_before(conn, c):
+            return
         outcome = readiness(c, done_until, s.max_wait)
         if outcome.action != "send":
             self._apply(conn, job, outcome, r)
@@ -251,14 +260,23 @@ class Reporter:
             self._failed_attempt(conn, c, str(e), r)
             return
         except OutcomeUnknown as e:
+            self._remember(c, mid)
             self._record_sent(job, f"delivery unconfirmed: {e}; not sent again")
             r.unconfirmed += 1
             log.error("job %s: %s (Message-ID %s): not sent again", job, e, mid)
             return
+        self._remember(c, mid)
         self._record_sent(job, note)
         r.sent += 1
         log.info("job %s: mailed to %s, %s (%s)%s", job, ", ".join(rcpts), mid, reply.strip(),
                  " [data may be incomplete]" if incomplete else "")
+
+    def _mailed_before(self, conn: psycopg.Connection, c: queue.Claimed) -> bool:
+        """Mailed before the database was restored: marked `sent`, not mailed again."""
+        return restored.mailed_before(conn, self.ledger, c)
+
+    def _remember(self, c: queue.Claimed, mid: str) -> None:
+        restored.remember(self.ledger, c, mid)
 
     def _apply(self, conn: psycopg.Connection, job: int, outcome: Outcome, r: PassResult, *,
                said: str | None = None) -> None:

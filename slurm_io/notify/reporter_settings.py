@@ -48,6 +48,8 @@ class ReporterSettings:
     sacct: str = DEFAULT_SACCT
     batch: int = 500  # due rows looked at per pass
     lease: float = 180.0  # a `sending` row older than this, of a reporter elsewhere, is orphaned
+    # kept hook records and the ledger of mailed jobs, for a restored database (0: neither)
+    replay_window: float = 3 * 86400.0
 
     @classmethod
     def from_config(cls, cfg: Config, **overrides: Any) -> ReporterSettings:
@@ -58,8 +60,18 @@ class ReporterSettings:
                 sweep_hours=cfg.report_sweep_hours, max_attempts=cfg.report_max_attempts,
                 retry_base=cfg.report_retry_base, resolution=cfg.interval, sender=sender,
                 message_id_domain=domain, lease=2 * cfg.mail_timeout + 120,
-                sacct=cfg.sacct or DEFAULT_SACCT)
+                sacct=cfg.sacct or DEFAULT_SACCT,
+                replay_window=_window(cfg.report_replay_window))
         return replace(s, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _window(text: str) -> float:
+    from slurm_io.store.partitions import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise ValueError(f"[report] replay_window: {e}") from None
 
 
 def smtp_settings(cfg: Config) -> SmtpSettings:

@@ -15,6 +15,10 @@ Nothing in the spool may block the batches after it: a file that cannot be read,
 the database refuses even row by row (store.writer), is moved to `quarantine/` in the spool
 directory, recorded as a problem and logged; a batch made from a collector state of another
 database (its `db` is not this database's identity) is moved to `set-aside/`, untouched.
+
+With a replay window (`[collect] replay_window`), a batch the database committed is not
+removed but kept, compressed, in `kept/` for that long (store.kept), so that a database
+restored from a backup can be given it again.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from slurm_io.fsutil import durable_replace, fsync_dir, pid_alive
 from slurm_io.model import Batch
 from slurm_io.store import batch_file, problems
 from slurm_io.store.embedded import EmbeddedPostgresError
+from slurm_io.store.kept import Kept
 from slurm_io.store.writer import RECORD_ERRORS, write_batch
 
 SUFFIX = ".batch"
@@ -55,7 +60,8 @@ def _parse_name(name: str) -> tuple[str, int] | None:
 class Spool:
     """Batches waiting for the database, one file each, in a private directory."""
 
-    def __init__(self, dir: Path) -> None:
+    def __init__(self, dir: Path, replay_window: float | None = None) -> None:
+        """`replay_window`: seconds to keep committed batches (None: removed at once)."""
         self.dir = Path(dir)
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = self.dir.stat()
@@ -67,6 +73,7 @@ class Spool:
         if stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(self.dir, 0o700)
         self._last: tuple[Path, Batch] | None = None
+        self.kept = None if replay_window is None else Kept(self.dir, replay_window)
 
     # -- files --------------------------------------------------------------------------------
 
@@ -77,14 +84,17 @@ class Spool:
             raise ValueError(f"collector name {collector!r} cannot name a spool file")
         if batch.seq < 0:
             raise ValueError(f"negative batch seq {batch.seq}")
-        name = f"{collector}.{batch.seq:012d}{SUFFIX}"
-        path = self.dir / name
+        path = self.path_of(collector, batch.seq)
         with durable_replace(path) as out:
             batch_file.write(batch, out)
         # the batch just written is usually flushed right away: keep it so that the flush
         # does not decode what is still in memory (the file is the durable copy)
         self._last = (path, batch)
         return path
+
+    def path_of(self, collector: str, seq: int) -> Path:
+        """Where batch `seq` of `collector` is spooled."""
+        return self.dir / f"{collector}.{seq:012d}{SUFFIX}"
 
     def pending(self, collector: str | None = None) -> list[Path]:
         """Spooled batches in replay order: by collector, then by seq."""
@@ -197,7 +207,12 @@ class Spool:
                     written += 1
                 else:
                     log.info("spooled batch %s was already in the database", current.name)
-                self.remove(current)
+                if self.kept is not None:
+                    if self._last is not None and self._last[0] == current:
+                        self._last = None
+                    self.kept.keep(current, batch.collector, batch.seq, identity)
+                else:
+                    self.remove(current)
         except (psycopg.OperationalError, EmbeddedPostgresError) as exc:
             log.warning("database unavailable, batches stay spooled: %s", exc)
         except psycopg.Error as exc:
