@@ -21,7 +21,7 @@ UniqueViolation = _errors.UniqueViolation
 """Another transaction stored the same key first."""
 
 __all__ = ["ConnectionLost", "DatabaseError", "InsufficientPrivilege", "UniqueViolation",
-          , "about_the_record"]
+           "about_the_record"]
 
 
 def about_the_record(error: BaseException) -> bool:
