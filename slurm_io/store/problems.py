@@ -107,6 +107,16 @@ def counts(conn: Any, *, since: float | None = None) -> dict[str, int]:
     return {s: int(n) for s, n in conn.execute(sql, params).fetchall()}
 
 
+def kept_recently(conn: Any, sources: Iterable[str], records: Iterable[bytes]) -> set[bytes]:
+    """Which of `records` the quarantine already holds from one of `sources`, seen in the last
+    week: a periodic sync reads overlapping windows, and a bad line is kept once."""
+    with conn.transaction():
+        return {bytes(r) for (r,) in conn.execute(
+            "SELECT record FROM problem WHERE source = ANY(%s) AND record = ANY(%s) "
+            "AND seen_at > now() - interval '7 days'",
+            (sorted(set(sources)), list(records)))}
+
+
 def database_identity(conn: Any) -> str:
     """The database's identity (sql/0009): what a collector state is bound to."""
     row = conn.execute("SELECT id::text FROM db_identity").fetchone()
