@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from slurm_io.exporter import metrics
 from slurm_io.exporter import sql as q
-from slurm_io.report import load_sql
+from slurm_io.report import sql as report_sql
 from slurm_io.report.load import load
 from slurm_io.store.errors import DatabaseError, InsufficientPrivilege
 
@@ -68,7 +68,7 @@ class DatabaseCollector(Collector):
             conn = self.conn
             ld = load(conn, at=now, interval=self.interval, now=now)
             if ld.at is not None and self.settings.targets:
-                s.targets = load_sql.target_rows(conn, ld.lo, ld.at)
+                s.targets = report_sql.target_rows(conn, ld.lo, ld.at)
             s.collectors = q.collectors(conn)
             s.queue = q.report_queue(conn)
             conn.commit()

@@ -1,4 +1,4 @@
-"""The exporter's health queries (the interval's load comes from report/load_sql.py)."""
+"""The exporter's health queries (the interval's load comes from report/sql.py)."""
 
 from __future__ import annotations
 

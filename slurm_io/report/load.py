@@ -19,17 +19,18 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
 from slurm_io.attribute.live import interval_shares
 from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
-from slurm_io.report import load_sql as q
+from slurm_io.report import sql as q
 from slurm_io.report.counters import SUM_COLUMNS
 from slurm_io.store.rows import parse_target_name
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 COUNTERS: tuple[str, ...] = tuple(SUM_COLUMNS)  # read_bytes, read_bytes_samples, ..., open, ...
 _IDX = {name: i for i, name in enumerate(COUNTERS)}
@@ -88,7 +89,7 @@ def value(values: list[float], key: str) -> float:
     return values[_IDX[key]]
 
 
-def load(conn: psycopg.Connection, *, at: float | None = None, interval: float = 120.0,
+def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
          fs: str | None = None, kind: str | None = None, now: float | None = None) -> Load:
     """The attributed load of the newest interval at or before `at` (default now)."""
     now = time.time() if now is None else now
@@ -131,7 +132,7 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
     return Load(hi, lo, interval, parts, jobs, users, hosts)
 
 
-def _share_missing(conn: psycopg.Connection, missing: list[tuple[Any, ...]], lo: float,
+def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
                    hi: float, now: float, fs: str | None, kind: str | None) -> list[Part]:
     """The interval's `:uid:host` load given to the jobs of the uid on that host. Where one
     job can own it, it is that job's (the rule is the same with or without evidence); where
