@@ -21,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from slurm_io.model import OP_COUNTERS
 from slurm_io.report.load import Group, Load, group, rank, total
+from slurm_io.report.sql import TargetRow
 
 DIRECTIONS = ("read", "write")
 OTHER = "_other"
@@ -40,7 +41,7 @@ class Snapshot:
 
     now: float
     load: Load | None = None  # None: the database could not be read
-    targets: list[tuple[Any, ...]] = field(default_factory=list)  # (fs, name, kind, *counters)
+    targets: list[TargetRow] = field(default_factory=list)  # per target, summed
     collectors: list[tuple[Any, ...]] = field(default_factory=list)
     problems: list[tuple[str, int, int]] | None = None  # None: no privilege to read them
     queue: list[tuple[str, int]] = field(default_factory=list)
@@ -171,7 +172,7 @@ def _filesystems(s: Snapshot, ld: Load, cfg: Settings) -> Iterator[Metric]:
             "target.", ["fs", "target", "kind"])
     tm = _g("jobio_target_metadata_ops_per_second", "Metadata operations per second on each "
             "target.", ["fs", "target", "kind"])
-    for fs, name, kind, *vals in sorted(s.targets):
+    for fs, name, kind, vals in sorted(s.targets):
         g = total([])
         g.values = list(vals)
         for d in DIRECTIONS:

@@ -27,6 +27,7 @@ from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.report import sql as q
 from slurm_io.report.counters import SUM_COLUMNS
+from slurm_io.report.sql import JobMeta
 from slurm_io.store.rows import parse_target_name
 
 if TYPE_CHECKING:
@@ -42,17 +43,6 @@ DERIVED = ("meta_ops", "reqs")
 SORT_KEYS: tuple[str, ...] = (*ALIASES, *DERIVED, *COUNTERS)
 GROUPS = ("job", "user", "account", "host", "fs")
 WINDOW = 0.9
-
-
-@dataclass
-class JobMeta:
-    jobid: str
-    uid: int | None
-    user: str | None
-    account: str | None
-    name: str | None
-    nodes: int | None
-    work_dir: str | None
 
 
 @dataclass
@@ -103,7 +93,7 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
     rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind)
     parts: list[Part] = []
     missing: list[tuple[Any, ...]] = []
-    for job, cls, uid, host_id, fsname, t0, t1, last, raw, *vals in rows:
+    for job, cls, uid, host_id, fsname, t0, t1, last, raw, vals in rows:
         if job is not None:
             parts.append(Part("job", job, uid, host_id, fsname, None, vals))
         elif cls == IdClass.JOB_MISSING and uid is not None and host_id is not None:
@@ -117,8 +107,7 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
             parts.append(Part("user", None, uid, host_id, fsname, exe or None, vals))
     if missing:
         parts += _share_missing(conn, missing, lo, hi, now, fs, kind)
-    meta = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
-    jobs = {j: JobMeta(*m) for j, m in meta.items()}
+    jobs = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
     uids = {p.uid for p in parts if p.uid is not None} | \
         {m.uid for m in jobs.values() if m.uid is not None}
     users = {m.uid: m.user for m in jobs.values() if m.uid is not None and m.user}
@@ -139,10 +128,9 @@ def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
     several can, the deltas of that user and host are split one by one by the attribution
     rules (attribute.live: evidence, else time), per facet."""
     cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
-    for host_id, j, uid, nodes, st, en in q.candidate_jobs(
-            conn, sorted({x[1] for x in missing}), sorted({x[0] for x in missing}),
-            min(x[3] for x in missing), hi):
-        cands[(host_id, uid)].append(JobWindow(j, uid, tuple(nodes or ()), st, en))
+    for c in q.candidate_jobs(conn, sorted({x[1] for x in missing}),
+                              sorted({x[0] for x in missing}), min(x[3] for x in missing), hi):
+        cands[(c.host_id, c.uid)].append(JobWindow(c.job, c.uid, c.nodes, c.start, c.end))
     shared: list[tuple[list[Part], tuple[int, int]]] = []
     ambiguous: dict[tuple[int, int], list[JobWindow]] = {}
     for uid, host_id, fsname, t0, t1, last, vals in missing:

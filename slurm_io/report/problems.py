@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from slurm_io.report import sql as q
+from slurm_io.store import problems as store
 from slurm_io.store.problems import StoredProblem
 from slurm_io.text import clean, display
 
 
 def one(conn: Any, problem_id: int) -> StoredProblem | None:
     """The problem `problem_id`, or None."""
-    return q.problem(conn, problem_id)
+    return store.one(conn, problem_id)
 
 
 def _line(text: str | None) -> str:

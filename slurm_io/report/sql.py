@@ -10,6 +10,7 @@ clients, which have no database driver (the attribution reader is imported where
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
     from slurm_io.attribute.core import DeltaRow
-    from slurm_io.store.problems import StoredProblem
 
 _SUMS = ", ".join(f"coalesce(sum(d.{col}), 0)::float8" for col in SUM_COLUMNS.values())
 
@@ -84,40 +84,88 @@ def latest(conn: Connection, at: float, *, fs: str | None = None,
     return None
 
 
+class IntervalRow(NamedTuple):
+    """The deltas of one owner, class, host and filesystem in the interval, summed (SUM_COLUMNS
+    order); t0/t1/last only for `:uid:host` ids, raw_id only for `%e.%u` ones."""
+
+    job: int | None
+    id_class: int
+    uid: int | None
+    host_id: int | None
+    fs: str | None
+    t0: float | None
+    t1: float | None
+    last: float | None
+    raw_id: str | None
+    sums: list[float]
+
+
+class TargetRow(NamedTuple):
+    """What one target moved in the interval (SUM_COLUMNS order)."""
+
+    fs: str
+    name: str
+    kind: str
+    sums: list[float]
+
+
+class CandidateJob(NamedTuple):
+    """A job of a user on a node: a possible owner of that user's `:uid:host` deltas there.
+    `job` is the raw id: the load views name jobs as the deltas do (sql/0020)."""
+
+    host_id: int
+    job: int
+    uid: int
+    nodes: tuple[str, ...]
+    start: float | None
+    end: float | None
+
+
+@dataclass
+class JobMeta:
+    """What the load views show of a job."""
+
+    jobid: str
+    uid: int | None
+    user: str | None
+    account: str | None
+    name: str | None
+    nodes: int | None
+    work_dir: str | None
+
+
 def interval_rows(conn: Connection, lo: float, hi: float, *, fs: str | None = None,
-                  kind: str | None = None) -> list[tuple[Any, ...]]:
-    """(job, id_class, uid, host_id, fs, t0, t1, last_update, raw_id, *counters) of the
-    deltas with ts_end in (lo, hi]; t0/t1/last only for `:uid:host`, raw_id for `%e.%u`."""
+                  kind: str | None = None) -> list[IntervalRow]:
+    """The deltas with ts_end in (lo, hi], summed per owner, class, host and filesystem."""
     sql, args = _filters(fs, kind)
-    return conn.execute(INTERVAL_SQL.format(filters=sql),
-                        {**args, "lo": ts(lo), "hi": ts(hi)}).fetchall()
+    return [IntervalRow(*r[:9], r[9:]) for r in conn.execute(
+        INTERVAL_SQL.format(filters=sql), {**args, "lo": ts(lo), "hi": ts(hi)}).fetchall()]
 
 
-def target_rows(conn: Connection, lo: float, hi: float) -> list[tuple[Any, ...]]:
-    """(fs, target name, kind, *counters) of the deltas with ts_end in (lo, hi]."""
-    return conn.execute(TARGET_SQL, {"lo": ts(lo), "hi": ts(hi)}).fetchall()
+def target_rows(conn: Connection, lo: float, hi: float) -> list[TargetRow]:
+    """Per target, the deltas with ts_end in (lo, hi] summed."""
+    return [TargetRow(r[0], r[1], r[2], r[3:]) for r in conn.execute(
+        TARGET_SQL, {"lo": ts(lo), "hi": ts(hi)}).fetchall()]
 
 
 def candidate_jobs(conn: Connection, hosts: list[int], uids: list[int], t0: float,
-                   hi: float) -> list[tuple[Any, ...]]:
-    """(host_id, job, uid, nodes, start, end) of the jobs of these users on these nodes that
-    overlap (t0, hi]: who may own a `:uid:host` delta. `job` is the raw id: the load views
-    name jobs as the deltas do (sql/0020)."""
-    return conn.execute(
+                   hi: float) -> list[CandidateJob]:
+    """The jobs of these users on these nodes that overlap (t0, hi]."""
+    return [CandidateJob(h, j, u, tuple(n or ()), st, en) for h, j, u, n, st, en in conn.execute(
         "SELECT jn.host_id, j.job_raw, j.uid, j.nodes, "
         "extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8"
         " FROM job_node jn JOIN job j USING (job) WHERE jn.host_id = ANY(%s) "
         "AND jn.uid = ANY(%s) AND jn.start_time < %s "
         "AND coalesce(jn.end_time, 'infinity') > %s",
-        (hosts, uids, ts(hi), ts(t0))).fetchall()
+        (hosts, uids, ts(hi), ts(t0)))]
 
 
-def job_meta(conn: Connection, jobs: list[int]) -> dict[int, tuple[Any, ...]]:
-    """raw id -> (jobid, uid, user, account, name, node count, work_dir); of a raw id that
-    several rows share (clusters, requeued runs), the latest started."""
+def job_meta(conn: Connection, jobs: list[int]) -> dict[int, JobMeta]:
+    """raw id -> the job; of a raw id that several rows share (clusters, requeued runs), the
+    latest started."""
     if not jobs:
         return {}
-    return {job: (jobid, uid, user, account, name, len(nodes or ()) or None, work_dir)
+    return {job: JobMeta(jobid, uid, user, account, name, len(nodes or ()) or None, work_dir)
             for job, jobid, uid, user, account, name, nodes, work_dir in conn.execute(
                 "SELECT job_raw, jobid, uid, user_name, account, name, nodes, work_dir "
                 "FROM job WHERE job_raw = ANY(%s) ORDER BY start_time NULLS FIRST", (jobs,))}
@@ -133,6 +181,7 @@ def user_names(conn: Connection, uids: list[int]) -> dict[int, str]:
 
 
 def host_names(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """host_id -> the host's name."""
     if not ids:
         return {}
     return dict(conn.execute("SELECT host_id, name FROM host WHERE host_id = ANY(%s)",
@@ -158,14 +207,6 @@ class ExtraSum(NamedTuple):
     value: int
 
 
-class SourceProblems(NamedTuple):
-    """Problems of one source: how many, and how many lost data."""
-
-    source: str
-    n: int
-    losses: int
-
-
 def usage_sums(conn: Connection, s: datetime, e: datetime) -> list[UsageSum]:
     """Counters summed over the deltas with ts_end in (s, e], per filesystem and id class."""
     rows = conn.execute(
@@ -184,16 +225,6 @@ def usage_extra(conn: Connection, s: datetime, e: datetime) -> list[ExtraSum]:
                 jsonb_each_text(d.extra) x
            WHERE d.extra IS NOT NULL AND d.ts_end > %s AND d.ts_end <= %s
            GROUP BY 1, 2, 3""", (s, e)).fetchall()]
-
-
-def problems_by_source(conn: Connection, s: datetime, e: datetime) -> list[SourceProblems]:
-    """Problems recorded in (s, e] per source. Admins only: others get the database's
-    InsufficientPrivilege (in a savepoint: the caller's transaction goes on)."""
-    with conn.transaction():
-        return [SourceProblems(*r) for r in conn.execute(
-            """SELECT source, count(*)::bigint, count(lost)::bigint FROM problem
-               WHERE seen_at > %s AND seen_at <= %s GROUP BY 1 ORDER BY 1""",
-            (s, e)).fetchall()]
 
 
 # -- where the I/O went (unattributed) -------------------------------------------------------
@@ -297,16 +328,6 @@ def fs_hours(conn: Connection, lo: datetime, hi: datetime) -> list[FsHour]:
     return [FsHour(*r) for r in conn.execute(
         "SELECT extract(epoch FROM hour)::float8, fs, risk_oss, risk_mds FROM lassi_fs_hour "
         "WHERE hour >= %s AND hour < %s ORDER BY hour", (lo, hi))]
-
-
-# -- jobio problems ------------------------------------------------------------------------------
-def problem(conn: Connection, problem_id: int) -> StoredProblem | None:
-    """The problem `problem_id`, or None."""
-    from slurm_io.store.problems import StoredProblem
-
-    row = conn.execute("SELECT id, seen_at, source, origin, reason, lost, record FROM problem"
-                       " WHERE id = %s", (problem_id,)).fetchone()
-    return None if row is None else StoredProblem(*row)
 
 
 # -- jobio daily ---------------------------------------------------------------------------------

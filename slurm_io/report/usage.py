@@ -17,7 +17,8 @@ from slurm_io.report.counters import SUM_COLUMNS, human_bytes
 if TYPE_CHECKING:  # render_table is used by the service's clients, without psycopg
     from psycopg import Connection
 
-    from slurm_io.report.sql import ExtraSum, SourceProblems, UsageSum
+    from slurm_io.report.sql import ExtraSum, UsageSum
+    from slurm_io.store.problems import SourceProblems
 
 
 def _nonzero(d: dict[str, int]) -> dict[str, int]:
@@ -123,11 +124,11 @@ def problem_counts(conn: Connection, s: datetime, e: datetime) -> ProblemCounts 
     What the collectors could not take or lost is part of the answer to "was anything
     lost?". The quarantine is readable by admins only: for others this is None.
     """
-    from slurm_io.report import sql as q
+    from slurm_io.store import problems as quarantine
     from slurm_io.store.errors import InsufficientPrivilege
 
     try:
-        rows = q.problems_by_source(conn, s, e)
+        rows = quarantine.by_source(conn, s, e)
     except InsufficientPrivilege:
         return None
     return counted(rows)

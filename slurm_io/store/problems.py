@@ -96,6 +96,31 @@ def recent(conn: Any, *, source: str | None = None, since: float | None = None,
     return [StoredProblem(*r) for r in conn.execute(sql, params).fetchall()]
 
 
+class SourceProblems(NamedTuple):
+    """Problems of one source: how many, and how many lost data."""
+
+    source: str
+    n: int
+    losses: int
+
+
+def by_source(conn: Any, s: datetime, e: datetime) -> list[SourceProblems]:
+    """Problems recorded in (s, e] per source (`jobio usage`). Admins only: others get the
+    database's InsufficientPrivilege (in a savepoint: the caller's transaction goes on)."""
+    with conn.transaction():
+        return [SourceProblems(*r) for r in conn.execute(
+            """SELECT source, count(*)::bigint, count(lost)::bigint FROM problem
+               WHERE seen_at > %s AND seen_at <= %s GROUP BY 1 ORDER BY 1""",
+            (s, e)).fetchall()]
+
+
+def one(conn: Any, problem_id: int) -> StoredProblem | None:
+    """The problem `problem_id`, or None."""
+    row = conn.execute("SELECT id, seen_at, source, origin, reason, lost, record FROM problem"
+                       " WHERE id = %s", (problem_id,)).fetchone()
+    return None if row is None else StoredProblem(*row)
+
+
 def counts(conn: Any, *, since: float | None = None) -> dict[str, int]:
     """Problems per source (for `jobio usage` and health views)."""
     sql = "SELECT source, count(*) FROM problem"
