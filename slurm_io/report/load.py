@@ -17,7 +17,7 @@ from __future__ import annotations
 import pwd
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,7 @@ class Part:
     host_id: int | None
     fs: str
     exe: str | None
-    values: list[float]
+    values: Sequence[float]
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Load:
     hosts: dict[int, str]
 
 
-def value(values: list[float], key: str) -> float:
+def value(values: Sequence[float], key: str) -> float:
     """A counter by name (or alias), or a derived one: meta_ops, reqs."""
     key = ALIASES.get(key, key)
     if key == "meta_ops":

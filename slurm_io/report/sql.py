@@ -97,7 +97,7 @@ class IntervalRow(NamedTuple):
     t1: float | None
     last: float | None
     raw_id: str | None
-    sums: list[float]
+    sums: tuple[float, ...]
 
 
 class TargetRow(NamedTuple):
@@ -106,7 +106,7 @@ class TargetRow(NamedTuple):
     fs: str
     name: str
     kind: str
-    sums: list[float]
+    sums: tuple[float, ...]
 
 
 class CandidateJob(NamedTuple):
