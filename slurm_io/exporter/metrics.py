@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from slurm_io.model import OP_COUNTERS
 from slurm_io.report.load import Group, Load, group, rank, total
-from slurm_io.report.sql import TargetRow
+
+if TYPE_CHECKING:
+    from slurm_io.exporter.sql import CollectorBatch, ProblemSource, QueueState
+    from slurm_io.report.sql import TargetRow
 
 DIRECTIONS = ("read", "write")
 OTHER = "_other"
@@ -42,9 +45,9 @@ class Snapshot:
     now: float
     load: Load | None = None  # None: the database could not be read
     targets: list[TargetRow] = field(default_factory=list)  # per target, summed
-    collectors: list[tuple[Any, ...]] = field(default_factory=list)
-    problems: list[tuple[str, int, int]] | None = None  # None: no privilege to read them
-    queue: list[tuple[str, int]] = field(default_factory=list)
+    collectors: list[CollectorBatch] = field(default_factory=list)
+    problems: list[ProblemSource] | None = None  # None: no privilege to read them
+    queue: list[QueueState] = field(default_factory=list)
     spool: tuple[int, int] | None = None  # (files, bytes) of the local collector spool
     error: str | None = None
 
