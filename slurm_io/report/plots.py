@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import matplotlib
 
@@ -21,9 +21,6 @@ from matplotlib import dates as mdates
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
-
-if TYPE_CHECKING:
-    from slurm_io.report.slowdown import RunRisk
 
 DPI = 100
 OTHER_COLOUR = "#c8c8c8"
@@ -255,7 +252,16 @@ def heatmap(path: Path, span: tuple[float, float], width: float, base: float,
 
 
 # -- slowdown ----------------------------------------------------------------------------------
-def slowdown(path: Path, title: str, jobs: Sequence[RunRisk]) -> Path:
+class Run(Protocol):
+    """What the slowdown plot needs of a run (slowdown.RunRisk has it)."""
+
+    jobid: str
+    elapsed: float
+    fs_risk_oss: float | None
+    fs_risk_mds: float | None
+
+
+def slowdown(path: Path, title: str, jobs: Sequence[Run]) -> Path:
     """Run time against the filesystem's mean OSS and MDS risk during each run."""
     fig = Figure(figsize=(11, 4.5), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
