@@ -20,10 +20,6 @@ from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
 from slurm_io.attribute.sql import attribute_jobs, job_by_key, pending_jobs
 from slurm_io.collect import daemon
 from slurm_io.config import Config
@@ -36,27 +32,17 @@ from slurm_io.report.show import job_report
 from slurm_io.report.show import render as render_job
 from slurm_io.report.usage import render_table, usage
 from slurm_io.simulate import simulate
-from slurm_io.store import migrate
+from slurm_io.store import demo_db, migrate
+from slurm_io.store.db import connect
 from slurm_io.store.embedded import EmbeddedPostgres
 from slurm_io.store.spool import Spool
 
 DEMO_START = 1_795_000_000.0  # 2026-11-18T07:46:40Z: fixed, so every run prints the same
 DEMO_MARK = "slurm-io demo: recreated by every `jobio demo`"
-# tables whose rows make a database not "empty" (what collectors, sync and the hook write)
-_DATA_TABLES = ("jobstats_delta", "job", "ingest_batch")
 
 
 class NotADemoDatabase(Exception):
     """The default database holds data that no demo wrote: the demo will not wipe it."""
-
-
-def _holds_data(conn: psycopg.Connection) -> bool:
-    for table in _DATA_TABLES:
-        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
-            continue
-        if conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone() == (True,):
-            return True
-    return False
 
 
 def _demo_dsn(cfg: Config) -> str:
@@ -65,28 +51,21 @@ def _demo_dsn(cfg: Config) -> str:
     if cfg.dsn:
         return cfg.dsn
     dsn = EmbeddedPostgres(cfg.state_dir).ensure()
-    name = conninfo_to_dict(dsn)["dbname"]
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        (mark,) = conn.execute("SELECT shobj_description(oid, 'pg_database') FROM pg_database"
-                               " WHERE datname = current_database()").fetchone() or (None,)
-        if mark != DEMO_MARK and _holds_data(conn):
+    name = demo_db.database_name(dsn)
+    with connect(dsn, autocommit=True) as conn:
+        if demo_db.comment(conn) != DEMO_MARK and demo_db.holds_data(conn):
             raise NotADemoDatabase(
                 f"the default database {name!r} in {cfg.state_dir} holds data that is not "
                 "a demo's; the demo recreates its database, so give it another: "
                 "`jobio --state-dir DIR demo` or `jobio --dsn ... demo`")
-    with psycopg.connect(make_conninfo(dsn, dbname="postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(
-            sql.Identifier(name), sql.Literal(DEMO_MARK)))
+    demo_db.recreate(dsn, DEMO_MARK)
     return dsn
 
 
 def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = print) -> None:
     t_all = time.time()
     dsn = _demo_dsn(cfg)
-    with psycopg.connect(dsn) as conn:
+    with connect(dsn) as conn:
         migrate.upgrade(conn)
     echo(f"database: {dsn}")
 
@@ -103,7 +82,7 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
     # one log line per cycle is right for a daemon, not for a demo of 840 reads
     logging.getLogger("slurm_io.collect").setLevel(logging.WARNING)
     grammar = JobIdGrammar.from_config(cfg.jobid_formats, cfg.system_uid_max, cfg.system_uids)
-    link = daemon.DatabaseLink(lambda: psycopg.connect(dsn))
+    link = daemon.DatabaseLink(lambda: connect(dsn))
     t = time.time()
     totals = daemon.replay(sim, state_dir=state, spool=Spool(state / "spool"), link=link,
                            classify=ClassifyCache(grammar), period=cfg.interval)
@@ -111,28 +90,18 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
     echo(f"collected with --from in {time.time() - t:.1f} s: "
          + ", ".join(f"{k}={v}" for k, v in totals.items()))
 
-    with psycopg.connect(dsn) as conn:
+    with connect(dsn) as conn:
         u = usage(conn, DEMO_START - 3600, DEMO_START + 7 * 86400)
         echo("")
         echo(render_table(u))
         echo("")
         echo("top jobs by bytes (entries whose id names the job):")
-        rows = conn.execute(
-            """SELECT job, r, w, nodes, meta FROM (
-                   SELECT job, sum(coalesce(read_bytes, 0)) AS r,
-                          sum(coalesce(write_bytes, 0)) AS w, count(DISTINCT host_id) AS nodes,
-                          sum(coalesce(op_open, 0) + coalesce(op_close, 0)
-                              + coalesce(op_getattr, 0) + coalesce(op_mkdir, 0)
-                              + coalesce(op_unlink, 0)) AS meta
-                   FROM jobstats_delta WHERE job IS NOT NULL GROUP BY job) j
-               ORDER BY r + w DESC LIMIT 10"""
-        ).fetchall()
         echo(f"  {'job':>10} {'read':>12} {'written':>12} {'nodes':>6} {'meta ops':>10}")
-        for job, r, w, nodes, meta in rows:
+        for job, r, w, nodes, meta in demo_db.top_jobs_by_bytes(conn, 10):
             echo(f"  {job:>10} {human_bytes(r):>12} {human_bytes(w):>12} {nodes:>6} {meta:>10}")
     # job records from the simulated cluster's sacct text, then attribution
     records, problems = parse_sacct((sim / "sacct.txt").read_text(), tz=UTC)
-    with psycopg.connect(dsn) as conn:
+    with connect(dsn) as conn:
         upsert_jobs(conn, records)
         conn.commit()
         n, complete = attribute_jobs(conn, pending_jobs(conn, 0), now=DEMO_START + 30 * 86400)
@@ -143,19 +112,13 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
         echo(unattributed.render(unattributed.split(conn, DEMO_START - 3600,
                                                     DEMO_START + 7 * 86400,
                                                     now=DEMO_START + 30 * 86400)))
-        rec = conn.execute(
-            """SELECT job FROM job_io WHERE (totals->>'write_bytes')::bigint > 0
-               ORDER BY coalesce((recovered->>'read_bytes')::float8, 0)
-                      + coalesce((recovered->>'write_bytes')::float8, 0) DESC LIMIT 1"""
-        ).fetchone()
-        amb = conn.execute(
-            """SELECT job FROM job_io WHERE ambiguous <> '{}'::jsonb
-               ORDER BY job LIMIT 1""").fetchone()
-        for title, row in (("a job with I/O recovered from `:uid:host` entries", rec),
+        rec = demo_db.most_recovered_job(conn)
+        amb = demo_db.first_ambiguous_job(conn)
+        for title, key in (("a job with I/O recovered from `:uid:host` entries", rec),
                            ("a job sharing a node with another job of its user", amb)):
-            if row is None:
+            if key is None:
                 continue
-            info = job_by_key(conn, row[0])
+            info = job_by_key(conn, key)
             assert info is not None
             echo("")
             echo(f"jobio {info.jobid}   # {title}")
@@ -178,9 +141,8 @@ def _write_mails(cfg: Config, dsn: str, out: Path, echo: Callable[[str], None],
     # simulated jobs are unknown to Slurm: no scontrol/sacct look-up of --mail-user
     builder = MailBuilder(cfg, lookup=lambda job: None, clock=lambda: DEMO_START + 30 * 86400)
     t = time.time()
-    with psycopg.connect(dsn) as conn:
-        jobs = [r[0] for r in conn.execute(
-            "SELECT job FROM job_io JOIN job USING (job) ORDER BY end_time, job")]
+    with connect(dsn) as conn:
+        jobs = demo_db.attributed_jobs(conn)
         box = write_mails(conn, builder, jobs, out, limit=limit)
     s = builder.settings
     rule = f"policy {s.policy}" + (f", at least {human_bytes(s.min_bytes)} read+written"
@@ -200,7 +162,7 @@ def _write_daily(cfg: Config, dsn: str, out: Path, echo: Callable[[str], None]) 
 
     day = datetime.fromtimestamp(DEMO_START, UTC).date()
     t = time.time()
-    with psycopg.connect(dsn) as conn:
+    with connect(dsn) as conn:
         rep = daily.build(conn, day, out, interval=cfg.interval, a=cfg.lassi_a,
                           baseline_days=cfg.lassi_baseline_days, recompute=True,
                           now=DEMO_START + 30 * 86400)

@@ -17,9 +17,7 @@ import time
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.alerts import rules as R
 from slurm_io.alerts import sql as q
@@ -29,6 +27,10 @@ from slurm_io.mail.builder import MailSettings, template_env
 from slurm_io.mail.recipients import address_for, valid_address
 from slurm_io.notify.reporter import smtp_settings
 from slurm_io.notify.smtp import OutcomeUnknown, Session, Undelivered
+from slurm_io.store.errors import UniqueViolation
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 log = logging.getLogger("slurm_io.alerts")
 TEMPLATE = "alert.txt.j2"
@@ -84,7 +86,7 @@ def render(cfg: Config, w: R.JobWindow, findings: list[R.Finding], rules: R.Rule
     return msg
 
 
-def check(conn: psycopg.Connection, cfg: Config, *, at: float | None = None,
+def check(conn: Connection, cfg: Config, *, at: float | None = None,
           dry_run: bool = False, session: Session | None = None) -> list[Outcome]:
     """Check the running jobs at `at` (default now) and mail the new findings."""
     at = time.time() if at is None else at
@@ -110,7 +112,7 @@ def check(conn: psycopg.Connection, cfg: Config, *, at: float | None = None,
     return out
 
 
-def _alert(conn: psycopg.Connection, cfg: Config, w: R.JobWindow, findings: list[R.Finding],
+def _alert(conn: Connection, cfg: Config, w: R.JobWindow, findings: list[R.Finding],
            rules: R.Rules, at: float, day_start: float, dry_run: bool,
            session: Session | None) -> Outcome:
     kinds = [(f.kind, {"summary": f.summary, **f.figures}) for f in findings]
@@ -138,7 +140,7 @@ def _alert(conn: psycopg.Connection, cfg: Config, w: R.JobWindow, findings: list
     try:
         q.log(conn, w, kinds, "sending", recipients=rcpts, message_id=mid)
         conn.commit()
-    except psycopg.errors.UniqueViolation:  # another pass got there first
+    except UniqueViolation:  # another pass got there first
         conn.rollback()
         session.abort()
         return Outcome(w.jobid, w.user, names, "already", rcpts, msg)
@@ -156,7 +158,7 @@ def _alert(conn: psycopg.Connection, cfg: Config, w: R.JobWindow, findings: list
     return Outcome(w.jobid, w.user, names, "sent", rcpts, msg)
 
 
-def listing_rows(conn: psycopg.Connection, since: float) -> list[dict[str, Any]]:
+def listing_rows(conn: Connection, since: float) -> list[dict[str, Any]]:
     return [{"created": created, "jobid": jobid, "user": user, "kind": kind, "state": state,
              "recipients": list(rcpts or ()), "error": error,
              "summary": (figures or {}).get("summary"), "latency": latency}

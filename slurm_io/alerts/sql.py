@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -113,10 +113,24 @@ def mark(conn: psycopg.Connection, message_id: str, state: str, error: str | Non
                  "AND state = 'sending'", (state, error, state, message_id))
 
 
-def listing(conn: psycopg.Connection, since: float) -> list[tuple[Any, ...]]:
-    """(created, jobid, user, kind, state, recipients, error, summary figures) since `since`."""
-    return conn.execute(
+class Logged(NamedTuple):
+    """An alert_log row: one kind of alert of one job, and what became of its mail."""
+
+    created: float
+    jobid: str | None
+    user: str | None
+    kind: str
+    state: str
+    recipients: list[str] | None
+    error: str | None
+    figures: dict[str, Any] | None
+    latency: float | None  # from the data's end to the mail's sending
+
+
+def listing(conn: psycopg.Connection, since: float) -> list[Logged]:
+    """The alert log since `since`, oldest first."""
+    return [Logged(*r) for r in conn.execute(
         "SELECT extract(epoch FROM created_at)::float8, jobid, user_name, kind, state, "
         "recipients, error, figures, extract(epoch FROM sent_at - data_until)::float8 "
         "FROM alert_log WHERE created_at >= %s ORDER BY created_at, id", (_ts(since),)
-    ).fetchall()
+    ).fetchall()]

@@ -23,10 +23,9 @@ def problems_cmd(cfg: Config, source: str | None, since: str | None, limit: int,
                  as_json: bool, show_id: int | None) -> None:
     """Records that could not be taken (sacct lines, spool files, job_stats entries ...),
     newest first: what was wrong, where it came from and what was lost (admin command)."""
-    import psycopg
-
     from slurm_io.report import problems as view
     from slurm_io.store import problems as store
+    from slurm_io.store.errors import InsufficientPrivilege
 
     t_since = None if since is None else parse_time_arg(since, 0.0, "-S")
     try:
@@ -40,7 +39,7 @@ def problems_cmd(cfg: Config, source: str | None, since: str | None, limit: int,
                 return
             rows = store.recent(conn, source=source, since=t_since, limit=limit)
             counts = store.counts(conn, since=t_since)
-    except psycopg.errors.InsufficientPrivilege as e:
+    except InsufficientPrivilege as e:
         raise JobioError("only slurm-io admins may read the quarantine (`jobio problems`): "
                          "ask for the admin group (docs/privacy.md)") from e
     if as_json:

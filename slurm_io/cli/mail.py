@@ -24,9 +24,8 @@ def _mail_set(cfg: Config, on: bool, user: str | None) -> None:
         click.echo(f"I/O mails {'on' if on else 'off'} for uid {uid}"
                    + ("" if on else "; `jobio mail on` brings them back"))
         return
-    from psycopg import errors
-
     from slurm_io.mail import preferences
+    from slurm_io.store import errors
 
     with connect_db(cfg) as conn:
         try:

@@ -36,30 +36,37 @@ def time_range(starttime: str | None, endtime: str | None, now: float, span: flo
 def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool,
           attribution: bool) -> None:
     """Totals per counter over a time range, by id class and by filesystem."""
+    from slurm_io.report import unattributed
     from slurm_io.report import usage as usage_view
 
     now = time.time()
     start, end = time_range(starttime, endtime, now, 86400)
+    split: unattributed.LoadSplit | None = None
     if cfg.server:
         from slurm_io.client.commands import fetch_usage
 
         result = fetch_usage(cfg, start, end, attribution)
-    else:
-        from slurm_io.report import unattributed
-
-        with connect_db(cfg) as conn:
-            result = usage_view.usage(conn, start, end)
-            if attribution:
-                result["attribution"] = unattributed.split(conn, start, end, now=now)
-    if as_json:
-        click.echo(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        click.echo(usage_view.render_table(result))
+        if as_json:  # the server's document as it came
+            click.echo(json.dumps(result, indent=2, sort_keys=True))
+            return
+        u = usage_view.Usage.from_json(result)
         if attribution:
-            from slurm_io.report import unattributed
-
+            split = unattributed.LoadSplit.from_json(result["attribution"])
+    else:
+        with connect_db(cfg) as conn:
+            u = usage_view.usage(conn, start, end)
+            if attribution:
+                split = unattributed.split(conn, start, end, now=now)
+    if as_json:
+        doc = u.as_json()
+        if split is not None:
+            doc["attribution"] = split.as_json()
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        click.echo(usage_view.render_table(u))
+        if split is not None:
             click.echo("")
-            click.echo(unattributed.render(result["attribution"]))
+            click.echo(unattributed.render(split))
 
 
 @main.command("show")
@@ -359,7 +366,7 @@ def slowdown_cmd(cfg: Config, user: str, name: str | None, by_submit_line: bool,
         groups = slowdown.analyse(conn, user, start=start, end=end, name=name,
                                   by_submit_line=by_submit_line)
     if not name:
-        groups = [g for g in groups if len(g["jobs"]) > 1] or groups
+        groups = [g for g in groups if len(g.jobs) > 1] or groups
     if as_json:
         click.echo(json.dumps(slowdown.as_json(groups), indent=2, sort_keys=True))
     else:

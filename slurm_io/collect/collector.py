@@ -41,6 +41,7 @@ from slurm_io.repair.jobid import ClassifyCache
 from slurm_io.store import kept, problems, recovery
 from slurm_io.store.problems import Problem
 from slurm_io.store.spool import Spool
+from slurm_io.store.writer import newest_batch
 
 log = logging.getLogger("slurm_io.collect")
 
@@ -140,10 +141,8 @@ class Collector:
             identity = problems.database_identity(conn)
             if self.bound and identity == self.identity:
                 return
-            row = conn.execute(
-                "SELECT seq, extract(epoch FROM read_time)::float8 FROM ingest_batch"
-                " WHERE collector = %s ORDER BY seq DESC LIMIT 1", (self.name,)).fetchone()
-        db_seq, db_time = (int(row[0]), float(row[1])) if row else (0, None)
+            newest = newest_batch(conn, self.name)
+        db_seq, db_time = (newest.seq, newest.read_time) if newest else (0, None)
         why = None
         if self.identity == state_file.LEGACY:
             if db_seq == 0 and self.targets:

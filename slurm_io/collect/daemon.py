@@ -25,14 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from slurm_io.collect.collector import Collector, LocalStorageError
 from slurm_io.collect.cycle import CycleResult
 from slurm_io.collect.gc_policy import CycleGC
 from slurm_io.collect.source import LctlError, captured_reads, parse_file, read_lctl
 from slurm_io.repair.jobid import ClassifyCache
 from slurm_io.store.db import DatabaseLink
+from slurm_io.store.errors import DatabaseError
 from slurm_io.store.spool import Spool
 
 log = logging.getLogger("slurm_io.collect")
@@ -52,7 +51,7 @@ def flush(spool: Spool, link: DatabaseLink, collectors: list[Collector] | tuple 
                 c.recover(conn)
                 c.record_problems(conn)
         written, remaining = spool.flush(link, log=log)
-    except (psycopg.Error, RuntimeError) as e:
+    except (DatabaseError, RuntimeError) as e:
         log.warning("database unavailable (%s); %d batch(es) kept in the spool",
                     str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__,
                     spool.depth())

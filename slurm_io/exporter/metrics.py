@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from slurm_io.model import OP_COUNTERS
 from slurm_io.report.load import Group, Load, group, rank, total
+
+if TYPE_CHECKING:
+    from slurm_io.exporter.sql import CollectorBatch, ProblemSource, QueueState
+    from slurm_io.report.sql import TargetRow
 
 DIRECTIONS = ("read", "write")
 OTHER = "_other"
@@ -40,10 +44,10 @@ class Snapshot:
 
     now: float
     load: Load | None = None  # None: the database could not be read
-    targets: list[tuple[Any, ...]] = field(default_factory=list)  # (fs, name, kind, *counters)
-    collectors: list[tuple[Any, ...]] = field(default_factory=list)
-    problems: list[tuple[str, int, int]] | None = None  # None: no privilege to read them
-    queue: list[tuple[str, int]] = field(default_factory=list)
+    targets: list[TargetRow] = field(default_factory=list)  # per target, summed
+    collectors: list[CollectorBatch] = field(default_factory=list)
+    problems: list[ProblemSource] | None = None  # None: no privilege to read them
+    queue: list[QueueState] = field(default_factory=list)
     spool: tuple[int, int] | None = None  # (files, bytes) of the local collector spool
     error: str | None = None
 
@@ -171,7 +175,7 @@ def _filesystems(s: Snapshot, ld: Load, cfg: Settings) -> Iterator[Metric]:
             "target.", ["fs", "target", "kind"])
     tm = _g("jobio_target_metadata_ops_per_second", "Metadata operations per second on each "
             "target.", ["fs", "target", "kind"])
-    for fs, name, kind, *vals in sorted(s.targets):
+    for fs, name, kind, vals in sorted(s.targets):
         g = total([])
         g.values = list(vals)
         for d in DIRECTIONS:

@@ -15,16 +15,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from slurm_io.exporter import metrics
 from slurm_io.exporter import sql as q
-from slurm_io.report import load_sql
+from slurm_io.report import sql as report_sql
 from slurm_io.report.load import load
+from slurm_io.store.errors import DatabaseError, InsufficientPrivilege
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 log = logging.getLogger("slurm_io.exporter")
 
@@ -45,7 +48,7 @@ def spool_depth(spool: Path | None) -> tuple[int, int] | None:
 class DatabaseCollector(Collector):
     """Reads one snapshot per scrape and turns it into metric families."""
 
-    def __init__(self, connect: Callable[[], psycopg.Connection], *, interval: float,
+    def __init__(self, connect: Callable[[], Connection], *, interval: float,
                  settings: metrics.Settings, spool: Path | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.connect = connect
@@ -53,7 +56,7 @@ class DatabaseCollector(Collector):
         self.settings = settings
         self.spool = spool
         self.clock = clock
-        self.conn: psycopg.Connection | None = None
+        self.conn: Connection | None = None
         self.lock = threading.Lock()
 
     def snapshot(self) -> metrics.Snapshot:
@@ -65,17 +68,17 @@ class DatabaseCollector(Collector):
             conn = self.conn
             ld = load(conn, at=now, interval=self.interval, now=now)
             if ld.at is not None and self.settings.targets:
-                s.targets = load_sql.target_rows(conn, ld.lo, ld.at)
+                s.targets = report_sql.target_rows(conn, ld.lo, ld.at)
             s.collectors = q.collectors(conn)
             s.queue = q.report_queue(conn)
             conn.commit()
             try:
                 s.problems = q.problems(conn)
                 conn.commit()
-            except psycopg.errors.InsufficientPrivilege:
+            except InsufficientPrivilege:
                 conn.rollback()  # only admins read the quarantine
             s.load = ld
-        except psycopg.Error as e:
+        except DatabaseError as e:
             log.warning("exporter: database: %s", e)
             s.error = str(e)
             if self.conn is not None:

@@ -113,8 +113,15 @@ def upsert_job_counts(conn: psycopg.Connection, records: Iterable[JobRecord]) ->
     return UpsertCounts(inserted, len(written) - inserted, len(latest) - len(written))
 
 
+class Isolated(NamedTuple):
+    """What `upsert_isolated` wrote, and the records the database refused (as problems)."""
+
+    counts: UpsertCounts
+    refused: list[Problem]
+
+
 def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, source: str
-                    ) -> tuple[UpsertCounts, list[Problem]]:
+                    ) -> Isolated:
     """upsert_job_counts, where a record the database refuses (a value the checks at the
     edge missed) costs that record only: the batch is halved until the culprit is alone,
     and it comes back as a quarantine Problem. An unavailable database still raises.
@@ -127,20 +134,21 @@ def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, sourc
         bad = {id(r) for r, _ in out_of_range}
         counts, problems = upsert_isolated(conn, [r for r in records if id(r) not in bad],
                                            source=source)
-        return counts, problems + [Problem(source, f"refused: {why}", f"job {r.job}", repr(r))
-                                   for r, why in out_of_range]
+        return Isolated(counts, problems + [
+            Problem(source, f"refused: {why}", f"job {r.job}", repr(r))
+            for r, why in out_of_range])
     try:
-        return upsert_job_counts(conn, records), []
+        return Isolated(upsert_job_counts(conn, records), [])
     except (psycopg.DataError, psycopg.IntegrityError, ValueError, OverflowError,
             struct.error) as e:  # refused by the server, or by psycopg's encoders (COPY)
         if len(records) <= 1:
             reason = f"refused by the database: {type(e).__name__}: {str(e).splitlines()[0]}"
-            return UpsertCounts(0, 0, 0), [Problem(source, reason, f"job {r.job}", repr(r))
-                                           for r in records]
+            return Isolated(UpsertCounts(0, 0, 0),
+                            [Problem(source, reason, f"job {r.job}", repr(r)) for r in records])
     mid = len(records) // 2
     a, pa = upsert_isolated(conn, records[:mid], source=source)
     b, pb = upsert_isolated(conn, records[mid:], source=source)
-    return UpsertCounts(*(x + y for x, y in zip(a, b, strict=True))), pa + pb
+    return Isolated(UpsertCounts(*(x + y for x, y in zip(a, b, strict=True))), pa + pb)
 
 
 def _out_of_range(r: JobRecord) -> str | None:

@@ -7,15 +7,16 @@ steps with the same defaults.
 from __future__ import annotations
 
 from datetime import tzinfo
-from typing import NamedTuple
-
-import psycopg
+from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.jobs.sacct import parse_sacct_text
 from slurm_io.jobs.source import JobSource
 from slurm_io.jobs.store import UpsertCounts, resume_end, upsert_isolated
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.store import problems as quarantine
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 FIRST_SYNC_LOOKBACK = 7 * 86400  # an empty table starts with the last week
 OVERLAP = 86400  # re-read the day before the newest stored end: late sacct updates
@@ -44,7 +45,7 @@ def source_cluster(source: JobSource) -> str | None:
     return ask() if callable(ask) else None
 
 
-def sync_jobs(conn: psycopg.Connection, source: JobSource, *, since: float | None,
+def sync_jobs(conn: Connection, source: JobSource, *, since: float | None,
               until: float | None, now: float) -> RunResult:
     """Records of jobs active in [since, until] from `source`, upserted; the records the
     source or the database refused are kept in the quarantine."""
@@ -60,7 +61,7 @@ def sync_jobs(conn: psycopg.Connection, source: JobSource, *, since: float | Non
                      len(refused))
 
 
-def import_sacct_text(conn: psycopg.Connection, text: str, *,
+def import_sacct_text(conn: Connection, text: str, *,
                       tz: tzinfo | None = None, origin: str | None = None) -> RunResult:
     """`sacct -P` text (a file) upserted with source 'import'; bad lines are skipped and
     kept in the quarantine (origin `FILE line N`)."""
@@ -79,7 +80,7 @@ def _messages(refused: list[quarantine.Problem]) -> list[str]:
     return [f"{p.origin}: {p.reason}" for p in refused]
 
 
-def keep_refused(conn: psycopg.Connection, refused: list[quarantine.Problem], *,
+def keep_refused(conn: Connection, refused: list[quarantine.Problem], *,
                  new_only: bool = False) -> int:
     """Put refused records into the quarantine; how many rows were added.
 
@@ -89,11 +90,8 @@ def keep_refused(conn: psycopg.Connection, refused: list[quarantine.Problem], *,
     """
     if new_only and refused:
         data = [_record_bytes(p.record) for p in refused]
-        with conn.transaction():
-            known = {bytes(r) for (r,) in conn.execute(
-                "SELECT record FROM problem WHERE source = ANY(%s) AND record = ANY(%s) "
-                "AND seen_at > now() - interval '7 days'",
-                (sorted({p.source for p in refused}), [d for d in data if d is not None]))}
+        known = quarantine.kept_recently(conn, (p.source for p in refused),
+                                         [d for d in data if d is not None])
         refused = [p for p, d in zip(refused, data, strict=True) if d is None or d not in known]
     if refused:
         with conn.transaction():

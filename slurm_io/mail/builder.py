@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
-import psycopg
 
 from slurm_io.attribute.sql import JobInfo, job_by_key
 from slurm_io.config import Config, ConfigError
@@ -43,6 +42,9 @@ from slurm_io.paths import templates_dir
 from slurm_io.report.jobreport import JobReport
 from slurm_io.report.show import report as build_report
 from slurm_io.slurm import Slurm
+
+if TYPE_CHECKING:  # the connection is only passed on
+    import psycopg
 
 TEXT_TEMPLATE = "job_report.txt.j2"
 HTML_TEMPLATE = "job_report.html.j2"

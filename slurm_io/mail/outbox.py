@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from email.message import EmailMessage
 from pathlib import Path
-from typing import NamedTuple
-
-import psycopg
+from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.mail.builder import MailBuilder, html_part
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 
 class Outbox(NamedTuple):
@@ -25,7 +26,7 @@ def write_message(msg: EmailMessage, eml: Path | None = None, html: Path | None 
         html.write_text(html_part(msg), encoding="utf-8")
 
 
-def write_mails(conn: psycopg.Connection, builder: MailBuilder, jobs: Iterable[int],
+def write_mails(conn: Connection, builder: MailBuilder, jobs: Iterable[int],
                 out: Path, *, limit: int = 20) -> Outbox:
     """Build the mail of each job as the reporter would (policy, opt-outs) and write the first
     `limit` into `out` as job-<id>.eml and job-<id>.html; earlier mail files there are

@@ -9,36 +9,31 @@ from __future__ import annotations
 
 import os
 import pwd
-from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
-import psycopg
+from slurm_io.mail import sql
+from slurm_io.mail.sql import Preference, role_uid
 
+if TYPE_CHECKING:
+    from psycopg import Connection
 
-class Preference(NamedTuple):
-    uid: int
-    enabled: bool | None  # None: never set, the site policy applies
-    changed_at: datetime | None
+__all__ = ["NoUidError", "Preference", "enabled", "get", "resolve_uid", "role_uid",
+           "set_enabled", "user_uid"]
 
 
 class NoUidError(LookupError):
     """The connected role has no uid and none was given."""
 
 
-def role_uid(conn: psycopg.Connection) -> int | None:
-    """The uid the database maps the connected role to (None when unmapped)."""
-    row = conn.execute("SELECT jobio_current_uid()").fetchone()
-    return None if row is None or row[0] is None else int(row[0])
-
-
 def user_uid(name: str) -> int:
+    """The uid of user `name` on this host (NoUidError when there is none)."""
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError as e:
         raise NoUidError(f"no such user: {name!r}") from e
 
 
-def resolve_uid(conn: psycopg.Connection, user: str | None = None) -> int:
+def resolve_uid(conn: Connection, user: str | None = None) -> int:
     """The uid a `jobio mail` command is about: `user`'s when given, else the connected role's,
     else the uid running the command (a superuser or the embedded database's owner)."""
     if user is not None:
@@ -47,24 +42,19 @@ def resolve_uid(conn: psycopg.Connection, user: str | None = None) -> int:
     return os.getuid() if uid is None else uid
 
 
-def get(conn: psycopg.Connection, uid: int) -> Preference:
-    row = conn.execute("SELECT enabled, changed_at FROM mail_preference WHERE uid = %s",
-                       (uid,)).fetchone()
-    return Preference(uid, None, None) if row is None else Preference(uid, row[0], row[1])
+def get(conn: Connection, uid: int) -> Preference:
+    """The choice of `uid` (enabled None: never set)."""
+    return sql.preference(conn, uid)
 
 
-def enabled(conn: psycopg.Connection, uid: int | None) -> bool | None:
+def enabled(conn: Connection, uid: int | None) -> bool | None:
     """The user's choice (None: never set, or the job has no uid)."""
     return None if uid is None else get(conn, uid).enabled
 
 
-def set_enabled(conn: psycopg.Connection, uid: int, on: bool) -> Preference:
+def set_enabled(conn: Connection, uid: int, on: bool) -> Preference:
     """Store the choice of `uid` and commit. Row-level security refuses another user's uid
-    (psycopg.errors.InsufficientPrivilege)."""
-    row = conn.execute(
-        """INSERT INTO mail_preference (uid, enabled) VALUES (%s, %s)
-           ON CONFLICT (uid) DO UPDATE SET enabled = EXCLUDED.enabled
-           RETURNING enabled, changed_at""", (uid, on)).fetchone()
+    (store.errors.InsufficientPrivilege)."""
+    pref = sql.store_preference(conn, uid, on)
     conn.commit()
-    assert row is not None
-    return Preference(uid, row[0], row[1])
+    return pref

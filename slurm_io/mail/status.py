@@ -6,7 +6,7 @@ import pwd
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import psycopg
+    from psycopg import Connection
 
     from slurm_io.config import Config
 
@@ -14,7 +14,7 @@ POLICY_TEXT = {"all": "every job", "off": "no job (mails are off for everyone)",
                "mail_type_end": "jobs submitted with --mail-type=END or ALL"}
 
 
-def status_document(conn: psycopg.Connection, cfg: Config, user: str | None
+def status_document(conn: Connection, cfg: Config, user: str | None
                     ) -> dict[str, Any]:
     """Whether `user`'s jobs (default: the connected role's) get I/O mails, and the policy.
     Raises preferences.NoUidError and config.ConfigError."""

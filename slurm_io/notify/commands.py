@@ -83,11 +83,11 @@ def report_daemon_cmd(cfg: Config, once: bool, interval: float | None,
     connect = db.upgrading_factory(cfg.dsn, state_dir=cfg.state_dir)
     reporter = rep.Reporter(connect, builder, rep.smtp_settings(cfg), settings)
     if once:
-        import psycopg
+        from slurm_io.store.errors import DatabaseError
 
         try:
             result = reporter.run_once()
-        except psycopg.Error as e:
+        except DatabaseError as e:
             raise click.ClickException(f"database: {e}") from e
         finally:
             reporter.close()

@@ -200,11 +200,9 @@ def unstorable(error: BaseException) -> bool:
     """Whether `error`, raised while storing one hook record, is about that record (so it
     is quarantined and the next one is processed) rather than about the database being
     unavailable (then everything stays in the spool for the next try)."""
-    import psycopg
+    from slurm_io.store.errors import about_the_record
 
-    if isinstance(error, psycopg.Error):
-        return isinstance(error, psycopg.DataError | psycopg.IntegrityError)
-    return isinstance(error, Exception)
+    return about_the_record(error)
 
 
 def ingest(conn: Any, spool_dir: str, *, source: str = "spool") -> IngestResult:

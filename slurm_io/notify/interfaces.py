@@ -33,7 +33,7 @@ from email.message import EmailMessage
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    import psycopg
+    from psycopg import Connection
 
     from slurm_io.config import Config
 
@@ -48,7 +48,7 @@ FALLBACK_BUILDER = "slurm_io.notify.plain:PlainMailBuilder"
 class MailBuilder(Protocol):
     """Makes the report mail of one job (see the module docstring for the contract)."""
 
-    def build(self, conn: psycopg.Connection, job: int) -> EmailMessage | None:
+    def build(self, conn: Connection, job: int) -> EmailMessage | None:
         """The message for job `job` (JobIDRaw), or None: no mail for this job by policy."""
         ...
 

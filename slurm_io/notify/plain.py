@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import socket
 from email.message import EmailMessage
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from slurm_io.config import Config
+from slurm_io.notify.sql import plain_job
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 
 def human_bytes(n: float) -> str:
@@ -32,16 +34,11 @@ class PlainMailBuilder:
         self.domain = config.mail_domain or socket.getfqdn()
         self.sender = config.mail_from or f"slurm-io@{socket.getfqdn()}"
 
-    def build(self, conn: psycopg.Connection, job: int) -> EmailMessage | None:
-        row = conn.execute(
-            "SELECT j.jobid, j.user_name, j.name, j.state, j.exit_code, j.nodes, "
-            "extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8, "
-            "io.totals, io.complete "
-            "FROM job j LEFT JOIN job_io io USING (job) WHERE j.job = %s", (job,)).fetchone()
-        if row is None or not row[1]:
+    def build(self, conn: Connection, job: int) -> EmailMessage | None:
+        row = plain_job(conn, job)
+        if row is None or not row.user:
             return None
         jobid, user, name, state, exit_code, nodes, start, end, totals, complete = row
-        totals: dict[str, Any] = totals or {}
         read, written = int(totals.get("read_bytes", 0)), int(totals.get("write_bytes", 0))
         msg = EmailMessage()
         msg["From"] = self.sender

@@ -18,50 +18,24 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 from email.message import EmailMessage
 from email.utils import make_msgid
 from pathlib import Path
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.lassi import metrics as M
 from slurm_io.lassi import sql as lassi_sql
-from slurm_io.model import METADATA_OPS
 from slurm_io.notify import smtp
 from slurm_io.report import plots
+from slurm_io.report import sql as q
 from slurm_io.report.daily_html import _kb, index_html, job_file, job_html
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 PNGS = ("risk.png", "quality.png", "rates.png", "heatmap.png")
 HEATMAP_BASE = 4.0  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
-_MD_MDT = " + ".join(f"coalesce(d.op_{m}, 0)" for m in M.MDS_METRICS)
-_META_ALL = " + ".join(f"coalesce(d.op_{op}, 0)" for op in sorted(METADATA_OPS))
-_SPREAD = lassi_sql.spread_sql("%(w)s", "%(first)s")
-
-RATES_SQL = (
-    "SELECT t.fs, x.b, coalesce(sum(x.f * d.read_bytes), 0)::float8, "
-    "coalesce(sum(x.f * d.write_bytes), 0)::float8, "
-    f"coalesce(sum(x.f * ({_MD_MDT})) FILTER (WHERE t.kind = 'MDT'), 0)::float8 "
-    f"FROM jobstats_delta d JOIN fs_target t USING (target_id) {_SPREAD}"
-    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2 ORDER BY 2"
-)
-# One series = a job (ids naming it), or a (uid, host) outside jobs; its rate in one interval
-# = what it moved in the interval / interval length; then counted per log bin.
-HEATMAP_SQL = (
-    "WITH s AS (SELECT x.b, d.job, "
-    "CASE WHEN d.job IS NULL THEN d.uid END AS u, CASE WHEN d.job IS NULL THEN d.host_id END "
-    "AS h, sum(x.f * d.write_bytes)::float8 / %(w)s AS wr, "
-    "sum(x.f * d.read_bytes)::float8 / %(w)s AS rr, "
-    f"sum(x.f * ({_META_ALL}))::float8 / %(w)s AS mr FROM jobstats_delta d {_SPREAD}"
-    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4) "
-    "SELECT 'write', b, floor(ln(wr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
-    "WHERE wr > 0 GROUP BY 2, 3 "
-    "UNION ALL SELECT 'read', b, floor(ln(rr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
-    "WHERE rr > 0 GROUP BY 2, 3 "
-    "UNION ALL SELECT 'meta', b, floor(ln(mr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
-    "WHERE mr > 0 GROUP BY 2, 3"
-)
 
 
 @dataclass
@@ -76,30 +50,22 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
-
-
-def _params(start: float, end: float, width: float, **kw: Any) -> dict[str, Any]:
-    return {"w": width, "lo": _ts(start), "hi": _ts(end), "first": int(start // width), **kw}
-
-
-def rates(conn: psycopg.Connection, start: float, end: float, width: float
+def rates(conn: Connection, start: float, end: float, width: float
           ) -> list[dict[str, Any]]:
     """Read/write bytes and MDT metadata operations per fs and interval (b*width, +width]."""
     lassi_sql.no_jit(conn)
-    rows = conn.execute(RATES_SQL, _params(start, end, width)).fetchall()
-    return [{"fs": fs, "t": b * width, "read_bytes": r, "write_bytes": w, "md_ops": m}
-            for fs, b, r, w, m in rows]
+    return [{"fs": r.fs, "t": r.b * width, "read_bytes": r.read_bytes,
+             "write_bytes": r.write_bytes, "md_ops": r.md_ops}
+            for r in q.rates(conn, start, end, width)]
 
 
-def heatmap_counts(conn: psycopg.Connection, start: float, end: float, width: float,
+def heatmap_counts(conn: Connection, start: float, end: float, width: float,
                    base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
     """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1))."""
     lassi_sql.no_jit(conn)
     out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
-    for key, b, k, n in conn.execute(HEATMAP_SQL, _params(start, end, width, base=base)):
-        out[key][(b, k)] = n
+    for c in q.heat_counts(conn, start, end, width, base):
+        out[c.metric][(c.b, c.k)] = c.n
     return dict(out)
 
 
@@ -141,7 +107,7 @@ def top_tables(job_hours: list[dict[str, Any]], n: int = 15) -> dict[str, Any]:
 
 
 # -- the report --------------------------------------------------------------------------------
-def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 120.0,
+def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
           a: float = M.DEFAULT_A, baseline_days: int = M.DEFAULT_BASELINE_DAYS,
           top_n: int = 15, recompute: bool = False, now: float | None = None,
           progress: bool = False, log: Callable[[str], None] | None = None) -> Report:
@@ -171,12 +137,10 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
     jh = lassi_sql.job_hours(conn, start, end)
     series = rates(conn, start, end, interval)
     counts = heatmap_counts(conn, start, end, interval)
-    baseline = [{"fs": fs, "a": a_, "from": f.date().isoformat(),
-                 "to": date.fromordinal(to.date().toordinal() - 1).isoformat(),
-                 "hours": n, "own": list(own)}
-                for fs, a_, f, to, n, own in conn.execute(
-                    "SELECT fs, a, baseline_from, baseline_to, baseline_hours, own_metrics "
-                    "FROM lassi_day WHERE day = %s ORDER BY fs", (day,))]
+    baseline = [{"fs": b.fs, "a": b.a, "from": b.first.date().isoformat(),
+                 "to": date.fromordinal(b.after_last.date().toordinal() - 1).isoformat(),
+                 "hours": b.hours, "own": b.own}
+                for b in q.baselines(conn, day)]
     timings["queries"] = time.perf_counter() - t
     t = time.perf_counter()
     say("plotting")

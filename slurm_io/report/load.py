@@ -17,19 +17,21 @@ from __future__ import annotations
 import pwd
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
 from slurm_io.attribute.live import interval_shares
 from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
-from slurm_io.report import load_sql as q
+from slurm_io.report import sql as q
 from slurm_io.report.counters import SUM_COLUMNS
+from slurm_io.report.sql import JobMeta
 from slurm_io.store.rows import parse_target_name
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 COUNTERS: tuple[str, ...] = tuple(SUM_COLUMNS)  # read_bytes, read_bytes_samples, ..., open, ...
 _IDX = {name: i for i, name in enumerate(COUNTERS)}
@@ -44,17 +46,6 @@ WINDOW = 0.9
 
 
 @dataclass
-class JobMeta:
-    jobid: str
-    uid: int | None
-    user: str | None
-    account: str | None
-    name: str | None
-    nodes: int | None
-    work_dir: str | None
-
-
-@dataclass
 class Part:
     """Counters of one owner on one host and filesystem in the interval."""
 
@@ -64,7 +55,7 @@ class Part:
     host_id: int | None
     fs: str
     exe: str | None
-    values: list[float]
+    values: Sequence[float]
 
 
 @dataclass
@@ -78,7 +69,7 @@ class Load:
     hosts: dict[int, str]
 
 
-def value(values: list[float], key: str) -> float:
+def value(values: Sequence[float], key: str) -> float:
     """A counter by name (or alias), or a derived one: meta_ops, reqs."""
     key = ALIASES.get(key, key)
     if key == "meta_ops":
@@ -88,7 +79,7 @@ def value(values: list[float], key: str) -> float:
     return values[_IDX[key]]
 
 
-def load(conn: psycopg.Connection, *, at: float | None = None, interval: float = 120.0,
+def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
          fs: str | None = None, kind: str | None = None, now: float | None = None) -> Load:
     """The attributed load of the newest interval at or before `at` (default now)."""
     now = time.time() if now is None else now
@@ -102,7 +93,7 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
     rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind)
     parts: list[Part] = []
     missing: list[tuple[Any, ...]] = []
-    for job, cls, uid, host_id, fsname, t0, t1, last, raw, *vals in rows:
+    for job, cls, uid, host_id, fsname, t0, t1, last, raw, vals in rows:
         if job is not None:
             parts.append(Part("job", job, uid, host_id, fsname, None, vals))
         elif cls == IdClass.JOB_MISSING and uid is not None and host_id is not None:
@@ -116,8 +107,7 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
             parts.append(Part("user", None, uid, host_id, fsname, exe or None, vals))
     if missing:
         parts += _share_missing(conn, missing, lo, hi, now, fs, kind)
-    meta = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
-    jobs = {j: JobMeta(*m) for j, m in meta.items()}
+    jobs = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
     uids = {p.uid for p in parts if p.uid is not None} | \
         {m.uid for m in jobs.values() if m.uid is not None}
     users = {m.uid: m.user for m in jobs.values() if m.uid is not None and m.user}
@@ -131,17 +121,16 @@ def load(conn: psycopg.Connection, *, at: float | None = None, interval: float =
     return Load(hi, lo, interval, parts, jobs, users, hosts)
 
 
-def _share_missing(conn: psycopg.Connection, missing: list[tuple[Any, ...]], lo: float,
+def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
                    hi: float, now: float, fs: str | None, kind: str | None) -> list[Part]:
     """The interval's `:uid:host` load given to the jobs of the uid on that host. Where one
     job can own it, it is that job's (the rule is the same with or without evidence); where
     several can, the deltas of that user and host are split one by one by the attribution
     rules (attribute.live: evidence, else time), per facet."""
     cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
-    for host_id, j, uid, nodes, st, en in q.candidate_jobs(
-            conn, sorted({x[1] for x in missing}), sorted({x[0] for x in missing}),
-            min(x[3] for x in missing), hi):
-        cands[(host_id, uid)].append(JobWindow(j, uid, tuple(nodes or ()), st, en))
+    for c in q.candidate_jobs(conn, sorted({x[1] for x in missing}),
+                              sorted({x[0] for x in missing}), min(x[3] for x in missing), hi):
+        cands[(c.host_id, c.uid)].append(JobWindow(c.job, c.uid, c.nodes, c.start, c.end))
     shared: list[tuple[list[Part], tuple[int, int]]] = []
     ambiguous: dict[tuple[int, int], list[JobWindow]] = {}
     for uid, host_id, fsname, t0, t1, last, vals in missing:

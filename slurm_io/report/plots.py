@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import matplotlib
 
@@ -252,25 +252,34 @@ def heatmap(path: Path, span: tuple[float, float], width: float, base: float,
 
 
 # -- slowdown ----------------------------------------------------------------------------------
-def slowdown(path: Path, title: str, jobs: Sequence[dict[str, Any]]) -> Path:
+class Run(Protocol):
+    """What the slowdown plot needs of a run (slowdown.RunRisk has it)."""
+
+    jobid: str
+    elapsed: float
+    fs_risk_oss: float | None
+    fs_risk_mds: float | None
+
+
+def slowdown(path: Path, title: str, jobs: Sequence[Run]) -> Path:
     """Run time against the filesystem's mean OSS and MDS risk during each run."""
     fig = Figure(figsize=(11, 4.5), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     for ax, key, colour in ((axes[0], "fs_risk_oss", "#0072B2"),
                             (axes[1], "fs_risk_mds", "#009E73")):
-        pts = [j for j in jobs if j.get(key) is not None and j.get("elapsed")]
+        pts = [j for j in jobs if getattr(j, key) is not None and j.elapsed]
         if pts:
-            ax.scatter([j[key] for j in pts], [j["elapsed"] / 60 for j in pts], s=36,
+            ax.scatter([getattr(j, key) for j in pts], [j.elapsed / 60 for j in pts], s=36,
                        color=colour, edgecolor="black", linewidth=0.5)
             for j in pts:
-                ax.annotate(j["jobid"], (j[key], j["elapsed"] / 60), xytext=(4, 3),
+                ax.annotate(j.jobid, (getattr(j, key), j.elapsed / 60), xytext=(4, 3),
                             textcoords="offset points", fontsize=7, color="#444444")
         else:
             _empty(ax, "no LASSi hours for these runs")
         ax.set_xlabel(f"mean filesystem {key[3:]} during the run")
         ax.grid(True, color="#e6e6e6")
         ax.set_axisbelow(True)
-        top = max([1.0, *[j[key] for j in pts]]) * 1.15  # risks are >= 0
+        top = max([1.0, *[getattr(j, key) for j in pts]]) * 1.15  # risks are >= 0
         ax.set_xlim(-0.03 * top, top)
     axes[0].set_ylabel("run time (minutes)")
     axes[0].set_ylim(bottom=0)

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from slurm_io.store import problems as store
 from slurm_io.store.problems import StoredProblem
 from slurm_io.text import clean, display
 
 
 def one(conn: Any, problem_id: int) -> StoredProblem | None:
     """The problem `problem_id`, or None."""
-    row = conn.execute("SELECT id, seen_at, source, origin, reason, lost, record FROM problem"
-                       " WHERE id = %s", (problem_id,)).fetchone()
-    return None if row is None else StoredProblem(*row)
+    return store.one(conn, problem_id)
 
 
 def _line(text: str | None) -> str:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.report.load import (
     ALIASES,
@@ -32,6 +30,9 @@ from slurm_io.report.load import (
     total,
 )
 from slurm_io.text import display
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 __all__ = ["GROUPS", "SORT_KEYS", "Top", "as_json", "render", "top"]
 MB = 1_000_000  # like the daily plots (and lltop's columns, in SI units)
@@ -54,7 +55,7 @@ class Top:
     interval: float = 120.0
 
 
-def top(conn: psycopg.Connection, *, at: float | None = None, interval: float = 120.0,
+def top(conn: Connection, *, at: float | None = None, interval: float = 120.0,
         fs: str | None = None, kind: str | None = None, user: str | None = None,
         sort: str = "write", limit: int | None = 20, now: float | None = None,
         by: str = "job", rates: bool = False, minrate: float | None = None) -> Top:

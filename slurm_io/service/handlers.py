@@ -158,7 +158,7 @@ def usage(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
     now = time.time()
     end = _float(params, "end") or now
     start = _float(params, "start") or end - 86400
-    result = usage_view.usage(conn, start, end)
+    result = usage_view.usage(conn, start, end).as_json()
     if params.get("attribution") == ["1"]:
-        result["attribution"] = unattributed.split(conn, start, end, now=now)
+        result["attribution"] = unattributed.split(conn, start, end, now=now).as_json()
     return {"schema": SCHEMA, "usage": result}

@@ -90,6 +90,31 @@ def recent(conn: Any, *, source: str | None = None, since: float | None = None,
     return [StoredProblem(*r) for r in conn.execute(sql, params).fetchall()]
 
 
+class SourceProblems(NamedTuple):
+    """Problems of one source: how many, and how many lost data."""
+
+    source: str
+    n: int
+    losses: int
+
+
+def by_source(conn: Any, s: datetime, e: datetime) -> list[SourceProblems]:
+    """Problems recorded in (s, e] per source (`jobio usage`). Admins only: others get the
+    database's InsufficientPrivilege (in a savepoint: the caller's transaction goes on)."""
+    with conn.transaction():
+        return [SourceProblems(*r) for r in conn.execute(
+            """SELECT source, count(*)::bigint, count(lost)::bigint FROM problem
+               WHERE seen_at > %s AND seen_at <= %s GROUP BY 1 ORDER BY 1""",
+            (s, e)).fetchall()]
+
+
+def one(conn: Any, problem_id: int) -> StoredProblem | None:
+    """The problem `problem_id`, or None."""
+    row = conn.execute("SELECT id, seen_at, source, origin, reason, lost, record FROM problem"
+                       " WHERE id = %s", (problem_id,)).fetchone()
+    return None if row is None else StoredProblem(*row)
+
+
 def counts(conn: Any, *, since: float | None = None) -> dict[str, int]:
     """Problems per source (for `jobio usage` and health views)."""
     sql = "SELECT source, count(*) FROM problem"
@@ -99,6 +124,16 @@ def counts(conn: Any, *, since: float | None = None) -> dict[str, int]:
         params.append(since)
     sql += " GROUP BY source ORDER BY source"
     return {s: int(n) for s, n in conn.execute(sql, params).fetchall()}
+
+
+def kept_recently(conn: Any, sources: Iterable[str], records: Iterable[bytes]) -> set[bytes]:
+    """Which of `records` the quarantine already holds from one of `sources`, seen in the last
+    week: a periodic sync reads overlapping windows, and a bad line is kept once."""
+    with conn.transaction():
+        return {bytes(r) for (r,) in conn.execute(
+            "SELECT record FROM problem WHERE source = ANY(%s) AND record = ANY(%s) "
+            "AND seen_at > now() - interval '7 days'",
+            (sorted(set(sources)), list(records)))}
 
 
 def database_identity(conn: Any) -> str:

@@ -33,6 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from operator import attrgetter, itemgetter
+from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 import psycopg
@@ -71,6 +72,22 @@ class _Dimensions:
 
 
 _dimensions: WeakKeyDictionary[psycopg.Connection, _Dimensions] = WeakKeyDictionary()
+
+
+class StoredBatch(NamedTuple):
+    """A collector's newest stored batch: its number and the time of its read."""
+
+    seq: int
+    read_time: float
+
+
+def newest_batch(conn: psycopg.Connection, collector: str) -> StoredBatch | None:
+    """The newest batch stored of `collector` (None: none): what a collector state is
+    checked against, so that no read is counted twice."""
+    row = conn.execute(
+        "SELECT seq, extract(epoch FROM read_time)::float8 FROM ingest_batch"
+        " WHERE collector = %s ORDER BY seq DESC LIMIT 1", (collector,)).fetchone()
+    return None if row is None else StoredBatch(int(row[0]), float(row[1]))
 
 
 def write_batch(conn: psycopg.Connection, batch: Batch) -> bool:

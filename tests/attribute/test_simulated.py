@@ -43,13 +43,13 @@ def test_load_split_adds_up_to_the_total(cluster, loaded):
     with psycopg.connect(loaded) as conn:
         a = split(conn, START - 3600, START + 86400, now=START + 86400)
     for k in ("read_bytes", "write_bytes", "metadata_ops"):
-        parts = sum(a[g][k] for g in ("jobs", "recovered", "unclaimed_job_missing",
-                                      "unknown_job_ids", "nobody"))
-        parts += sum(v[k] for v in a["by_user"].values())
-        parts += sum(v[k] for v in a["by_host"].values())
-        assert abs(parts - a["total"][k]) <= 2  # rounding of pro-rata shares
-    assert a["recovered"]["read_bytes"] + a["recovered"]["write_bytes"] > 0
-    assert a["by_user"]
+        parts = sum(a.group(g)[k] for g in ("jobs", "recovered", "unclaimed_job_missing",
+                                            "unknown_job_ids", "nobody"))
+        parts += sum(v[k] for v in a.by_user.values())
+        parts += sum(v[k] for v in a.by_host.values())
+        assert abs(parts - a.total[k]) <= 2  # rounding of pro-rata shares
+    assert a.recovered["read_bytes"] + a.recovered["write_bytes"] > 0
+    assert a.by_user
 
 
 def test_show_json_of_a_recovered_and_an_ambiguous_job(cluster, loaded):

@@ -69,13 +69,13 @@ def test_replay_stores_exactly_the_visible_io_of_the_simulated_cluster(cluster, 
         u = usage(conn, START - 3600, START + 86400)
         (n_batches,) = conn.execute("SELECT count(*) FROM ingest_batch").fetchone()
     assert n_batches == n_files
-    assert u["totals"]["read_bytes"] == truth["read_bytes"]
-    assert u["totals"]["write_bytes"] == truth["write_bytes"]
+    assert u.totals["read_bytes"] == truth["read_bytes"]
+    assert u.totals["write_bytes"] == truth["write_bytes"]
     # every class adds up to the total: nothing is lost between classes
     for counter in ("read_bytes", "write_bytes", "open"):
-        assert sum(c.get(counter, 0) for c in u["by_class"].values()) == u["totals"][counter]
-    assert {"exact", "job_missing", "exe", "system"} <= set(u["by_class"])
-    assert sum(v for k, v in u["totals"].items() if k in METADATA_OPS) > 0
+        assert sum(c.get(counter, 0) for c in u.by_class.values()) == u.totals[counter]
+    assert {"exact", "job_missing", "exe", "system"} <= set(u.by_class)
+    assert sum(v for k, v in u.totals.items() if k in METADATA_OPS) > 0
 
 
 def test_replaying_the_same_folder_again_adds_nothing(cluster, db_dsn, tmp_path):
@@ -174,5 +174,5 @@ def test_garbage_truncated_and_interleaved_reads_are_counted_and_lose_nothing(
     assert problems == totals["problems"]
     truth = json.loads((cluster / "truth.json").read_text())["totals"]["visible"]
     # damage delays counting to the next good read; it must not drop or double bytes
-    assert u["totals"]["read_bytes"] == truth["read_bytes"]
-    assert u["totals"]["write_bytes"] == truth["write_bytes"]
+    assert u.totals["read_bytes"] == truth["read_bytes"]
+    assert u.totals["write_bytes"] == truth["write_bytes"]

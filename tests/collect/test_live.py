@@ -39,7 +39,7 @@ def jobio(dsn: str, state: Path, reads: Path, *args: str, env: dict | None = Non
 
 def totals(dsn: str) -> dict[str, int]:
     with psycopg.connect(dsn) as conn:
-        return usage(conn, 0, time.time() + 86400)["totals"]
+        return usage(conn, 0, time.time() + 86400).totals
 
 
 def test_once_cycles_killed_or_failing_reads_still_add_up(server_reads, db_dsn, pg_dsn,

@@ -72,7 +72,7 @@ def _collect(dsn: str, state: Path, reads: Path, pgpass: Path) -> subprocess.Com
 
 def _totals(dsn: str) -> dict[str, int]:
     with psycopg.connect(dsn) as conn:
-        return usage(conn, 0, time.time() + 86400)["totals"]
+        return usage(conn, 0, time.time() + 86400).totals
 
 
 def test_only_tls_with_scram_gets_in(remote) -> None:

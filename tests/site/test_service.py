@@ -262,3 +262,17 @@ def test_clients_that_connect_and_say_nothing_hold_up_no_one(service: Service) -
     finally:
         for s in silent:
             s.close()
+
+
+def test_usage_table_through_the_service_is_the_local_table(service: Service) -> None:
+    """The client makes the usage records again from the service's JSON: alice's table and
+    attribution lines read the same through the service as from her own database role."""
+    window = ["usage", "-S", "2024-04-03T08:00", "-E", "2024-04-03T11:00", "--attribution"]
+    remote = service.run("alice", *window)
+    local = run_as("alice", service.site.jobio, window,
+                   config=service.site.config("alice-local",
+                                              f'dsn = "{service.site.user_dsn}"\n'))
+    assert remote.returncode == 0, remote.stderr
+    assert local.returncode == 0, local.stderr
+    assert "by id class:" in remote.stdout and "where the I/O went" in remote.stdout
+    assert remote.stdout == local.stdout

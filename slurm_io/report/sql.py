@@ -1,0 +1,425 @@
+"""The report package's query module: every statement the views run (one interval's load for
+`top` and the exporter's per-target view, `usage`, the unattributed split, `slowdown`, the
+quarantine's one problem, the daily page's rates, heat map and LASSi baselines). The views
+are pure or talk to this module; what comes back is typed.
+
+psycopg is not imported here at run time: `usage.render_table` serves the read service's
+clients, which have no database driver (the attribution reader is imported where it is used).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from functools import cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from slurm_io.report.counters import SUM_COLUMNS, sum_select
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from slurm_io.attribute.core import DeltaRow
+
+_SUMS = ", ".join(f"coalesce(sum(d.{col}), 0)::float8" for col in SUM_COLUMNS.values())
+
+INTERVAL_SQL = (
+    "SELECT d.job, d.id_class, d.uid, d.host_id, t.fs, "
+    "CASE WHEN d.id_class = 5 THEN extract(epoch FROM d.ts_start)::float8 END, "
+    "CASE WHEN d.id_class = 5 THEN extract(epoch FROM d.ts_end)::float8 END, "
+    "CASE WHEN d.id_class = 5 THEN extract(epoch FROM d.last_update)::float8 END, "
+    "CASE WHEN d.id_class = 6 THEN d.raw_id END, "
+    f"{_SUMS} "
+    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s{filters} "
+    "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"
+)
+TARGET_SQL = (
+    "SELECT t.fs, t.name, t.kind, " + _SUMS + " "
+    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3"
+)
+LATEST_SQL = ("SELECT max(d.ts_end) FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+              "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s{filters}")
+
+
+def ts(t: float) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
+def _filters(fs: str | None, kind: str | None) -> tuple[str, dict[str, Any]]:
+    sql, args = "", {}
+    if fs:
+        sql += " AND t.fs = %(fs)s"
+        args["fs"] = fs
+    if kind:
+        sql += " AND t.kind = %(kind)s"
+        args["kind"] = kind
+    return sql, args
+
+
+def prefer_index(conn: Connection) -> None:
+    """Read short ts_end windows through the BRIN index (for this transaction).
+
+    The planner's BRIN estimate is pessimistic: for one interval of a day's partition it
+    prefers a parallel scan of the whole partition, twice as slow on the 30-day benchmark
+    (bench/README.md, exporter). Nothing here reads more than a window of ts_end. Only in a
+    transaction: SET LOCAL ends with it (an autocommit connection keeps its settings).
+    """
+    if not conn.autocommit:
+        conn.execute("SET LOCAL enable_seqscan = off")
+
+
+def latest(conn: Connection, at: float, *, fs: str | None = None,
+           kind: str | None = None) -> float | None:
+    """The newest ts_end at or before `at` (looking back 10 minutes, an hour, a day, then
+    35 days: the BRIN index on ts_end serves the short look-backs)."""
+    sql, args = _filters(fs, kind)
+    for back in (600.0, 3600.0, 86400.0, 35 * 86400.0):
+        row = conn.execute(LATEST_SQL.format(filters=sql),
+                           {**args, "lo": ts(at - back), "hi": ts(at)}).fetchone()
+        if row and row[0] is not None:
+            return float(row[0].timestamp())
+    return None
+
+
+class IntervalRow(NamedTuple):
+    """The deltas of one owner, class, host and filesystem in the interval, summed (SUM_COLUMNS
+    order); t0/t1/last only for `:uid:host` ids, raw_id only for `%e.%u` ones."""
+
+    job: int | None
+    id_class: int
+    uid: int | None
+    host_id: int | None
+    fs: str | None
+    t0: float | None
+    t1: float | None
+    last: float | None
+    raw_id: str | None
+    sums: tuple[float, ...]
+
+
+class TargetRow(NamedTuple):
+    """What one target moved in the interval (SUM_COLUMNS order)."""
+
+    fs: str
+    name: str
+    kind: str
+    sums: tuple[float, ...]
+
+
+class CandidateJob(NamedTuple):
+    """A job of a user on a node: a possible owner of that user's `:uid:host` deltas there.
+    `job` is the raw id: the load views name jobs as the deltas do (sql/0020)."""
+
+    host_id: int
+    job: int
+    uid: int
+    nodes: tuple[str, ...]
+    start: float | None
+    end: float | None
+
+
+@dataclass
+class JobMeta:
+    """What the load views show of a job."""
+
+    jobid: str
+    uid: int | None
+    user: str | None
+    account: str | None
+    name: str | None
+    nodes: int | None
+    work_dir: str | None
+
+
+def interval_rows(conn: Connection, lo: float, hi: float, *, fs: str | None = None,
+                  kind: str | None = None) -> list[IntervalRow]:
+    """The deltas with ts_end in (lo, hi], summed per owner, class, host and filesystem."""
+    sql, args = _filters(fs, kind)
+    rows = conn.execute(INTERVAL_SQL.format(filters=sql),
+                        {**args, "lo": ts(lo), "hi": ts(hi)}).fetchall()
+    # fields by index: 3x faster than unpacking into the constructor (measured, 100k rows)
+    return [IntervalRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9:])
+            for r in rows]
+
+
+def target_rows(conn: Connection, lo: float, hi: float) -> list[TargetRow]:
+    """Per target, the deltas with ts_end in (lo, hi] summed."""
+    return [TargetRow(r[0], r[1], r[2], r[3:]) for r in conn.execute(
+        TARGET_SQL, {"lo": ts(lo), "hi": ts(hi)}).fetchall()]
+
+
+def candidate_jobs(conn: Connection, hosts: list[int], uids: list[int], t0: float,
+                   hi: float) -> list[CandidateJob]:
+    """The jobs of these users on these nodes that overlap (t0, hi]."""
+    return [CandidateJob(h, j, u, tuple(n or ()), st, en) for h, j, u, n, st, en in conn.execute(
+        "SELECT jn.host_id, j.job_raw, j.uid, j.nodes, "
+        "extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8"
+        " FROM job_node jn JOIN job j USING (job) WHERE jn.host_id = ANY(%s) "
+        "AND jn.uid = ANY(%s) AND jn.start_time < %s "
+        "AND coalesce(jn.end_time, 'infinity') > %s",
+        (hosts, uids, ts(hi), ts(t0)))]
+
+
+def job_meta(conn: Connection, jobs: list[int]) -> dict[int, JobMeta]:
+    """raw id -> the job; of a raw id that several rows share (clusters, requeued runs), the
+    latest started."""
+    if not jobs:
+        return {}
+    return {job: JobMeta(jobid, uid, user, account, name, len(nodes or ()) or None, work_dir)
+            for job, jobid, uid, user, account, name, nodes, work_dir in conn.execute(
+                "SELECT job_raw, jobid, uid, user_name, account, name, nodes, work_dir "
+                "FROM job WHERE job_raw = ANY(%s) ORDER BY start_time NULLS FIRST", (jobs,))}
+
+
+def user_names(conn: Connection, uids: list[int]) -> dict[int, str]:
+    """uid -> the user name of their newest job record."""
+    if not uids:
+        return {}
+    return dict(conn.execute(
+        "SELECT DISTINCT ON (uid) uid, user_name FROM job WHERE uid = ANY(%s) "
+        "AND user_name IS NOT NULL ORDER BY uid, start_time DESC", (uids,)).fetchall())
+
+
+def host_names(conn: Connection, ids: list[int]) -> dict[int, str]:
+    """host_id -> the host's name."""
+    if not ids:
+        return {}
+    return dict(conn.execute("SELECT host_id, name FROM host WHERE host_id = ANY(%s)",
+                             (ids,)).fetchall())
+
+
+# -- jobio usage ---------------------------------------------------------------------------------
+class UsageSum(NamedTuple):
+    """The deltas of one filesystem and id class: how many rows, and SUM_COLUMNS' sums."""
+
+    fs: str | None
+    id_class: int
+    rows: int
+    sums: tuple[int, ...]
+
+
+class ExtraSum(NamedTuple):
+    """One counter outside the columns (the `extra` JSON) summed for a filesystem and class."""
+
+    fs: str | None
+    id_class: int
+    key: str
+    value: int
+
+
+def usage_sums(conn: Connection, s: datetime, e: datetime) -> list[UsageSum]:
+    """Counters summed over the deltas with ts_end in (s, e], per filesystem and id class."""
+    rows = conn.execute(
+        f"""SELECT t.fs, d.id_class, count(*)::bigint AS n_rows, {sum_select('d')}
+            FROM jobstats_delta d JOIN fs_target t USING (target_id)
+            WHERE d.ts_end > %s AND d.ts_end <= %s
+            GROUP BY 1, 2""", (s, e)).fetchall()
+    return [UsageSum(fs, cls, n, tuple(vals)) for fs, cls, n, *vals in rows]
+
+
+def usage_extra(conn: Connection, s: datetime, e: datetime) -> list[ExtraSum]:
+    """The `extra` counters of the same deltas, summed per filesystem, class and name."""
+    return [ExtraSum(*r) for r in conn.execute(
+        """SELECT t.fs, d.id_class, x.key, sum(x.value::bigint)::bigint
+           FROM jobstats_delta d JOIN fs_target t USING (target_id),
+                jsonb_each_text(d.extra) x
+           WHERE d.extra IS NOT NULL AND d.ts_end > %s AND d.ts_end <= %s
+           GROUP BY 1, 2, 3""", (s, e)).fetchall()]
+
+
+# -- where the I/O went (unattributed) -------------------------------------------------------
+class UidJob(NamedTuple):
+    """A job of a known user, as the `:uid:host` split needs it."""
+
+    job: int
+    uid: int
+    nodes: tuple[str, ...]
+    start: float | None
+    end: float | None
+
+
+def jobs_named_between(conn: Connection, s: datetime, e: datetime) -> set[int]:
+    """The raw job ids of the deltas with ts_end in (s, e] that name a job Slurm knows."""
+    return {r[0] for r in conn.execute(
+        "SELECT DISTINCT d.job FROM jobstats_delta d JOIN job j ON j.job_raw = d.job "
+        "WHERE d.ts_end > %s AND d.ts_end <= %s", (s, e))}
+
+
+def user_names_by_uid(conn: Connection) -> dict[int, str]:
+    """uid -> a user name of its jobs (every uid a job row names)."""
+    return dict(conn.execute("SELECT DISTINCT uid, user_name FROM job "
+                             "WHERE uid IS NOT NULL").fetchall())
+
+
+def deltas_between(conn: Connection, s: datetime, e: datetime) -> Iterator[DeltaRow]:
+    """The deltas with ts_end in (s, e], streamed (a day can be millions of rows)."""
+    from slurm_io.attribute.sql import DELTA_SELECT, delta_rows
+
+    with conn.cursor() as cur:
+        cur.execute(DELTA_SELECT + "WHERE d.ts_end > %s AND d.ts_end <= %s", (s, e))
+        yield from delta_rows(cur)
+
+
+def uid_jobs_overlapping(conn: Connection, lo: datetime, hi: datetime) -> list[UidJob]:
+    """Jobs with a uid that ran at some time in (lo, hi): who may own a `:uid:host` delta."""
+    return [UidJob(job, uid, tuple(nodes or ()), st, en) for job, uid, nodes, st, en
+            in conn.execute(
+                "SELECT job, uid, nodes, extract(epoch FROM start_time)::float8, "
+                "extract(epoch FROM end_time)::float8 FROM job "
+                "WHERE start_time < %s AND coalesce(end_time, 'infinity') > %s "
+                "AND uid IS NOT NULL", (hi, lo))]
+
+
+# -- jobio slowdown ------------------------------------------------------------------------------
+class Run(NamedTuple):
+    """A finished job of a user, as `slowdown` compares runs."""
+
+    job: int
+    jobid: str
+    name: str | None
+    submit_line: str | None
+    start: float
+    end: float
+    nodes: int
+    state: str | None
+
+
+class JobRisk(NamedTuple):
+    """A job's own LASSi hours: the filesystems and its highest risks."""
+
+    fs: list[str]
+    risk_oss: float
+    risk_mds: float
+
+
+class FsHour(NamedTuple):
+    """One stored LASSi hour of a filesystem."""
+
+    hour: float
+    fs: str
+    risk_oss: float
+    risk_mds: float
+
+
+def finished_runs(conn: Connection, user: str, start: datetime, end: datetime,
+                  name: str | None = None) -> list[Run]:
+    """The user's jobs that started in [start, end] and ran (end after start), by start."""
+    q = ("SELECT job_raw, jobid, name, submit_line, extract(epoch FROM start_time)::float8, "
+         "extract(epoch FROM end_time)::float8, nodes, state FROM job WHERE user_name = %s "
+         "AND start_time IS NOT NULL AND end_time IS NOT NULL AND end_time > start_time "
+         "AND start_time >= %s AND start_time <= %s")
+    args: list[Any] = [user, start, end]
+    if name is not None:
+        q += " AND name = %s"
+        args.append(name)
+    return [Run(r[0], r[1], r[2], r[3], r[4], r[5], len(r[6] or ()), r[7])
+            for r in conn.execute(q + " ORDER BY start_time, job", args)]
+
+
+def job_risks(conn: Connection, jobs: list[int]) -> dict[int, JobRisk]:
+    """job -> its LASSi filesystems and highest risks (jobs with LASSi hours only)."""
+    return {r[0]: JobRisk(sorted(r[1]), r[2], r[3]) for r in conn.execute(
+        "SELECT job, array_agg(DISTINCT fs), max(risk_oss), max(risk_mds) FROM lassi_job_hour "
+        "WHERE job = ANY(%s) GROUP BY job", (jobs,))}
+
+
+def fs_hours(conn: Connection, lo: datetime, hi: datetime) -> list[FsHour]:
+    """The filesystems' LASSi hours in [lo, hi), oldest first."""
+    return [FsHour(*r) for r in conn.execute(
+        "SELECT extract(epoch FROM hour)::float8, fs, risk_oss, risk_mds FROM lassi_fs_hour "
+        "WHERE hour >= %s AND hour < %s ORDER BY hour", (lo, hi))]
+
+
+# -- jobio daily ---------------------------------------------------------------------------------
+class Rate(NamedTuple):
+    """What one filesystem moved in one interval (b*width, +width]."""
+
+    fs: str
+    b: int
+    read_bytes: float
+    write_bytes: float
+    md_ops: float
+
+
+class HeatCount(NamedTuple):
+    """How many series had a `metric` rate in [base^k, base^(k+1)) in interval b."""
+
+    metric: str
+    b: int
+    k: int
+    n: int
+
+
+class Baseline(NamedTuple):
+    """The LASSi baseline a filesystem's day was scored against."""
+
+    fs: str
+    a: float
+    first: datetime
+    after_last: datetime
+    hours: int
+    own: list[str]
+
+
+@cache
+def _daily_sql() -> tuple[str, str]:
+    """RATES_SQL and HEATMAP_SQL (built once, on first use: they need the LASSi spreading)."""
+    from slurm_io.lassi import metrics as M
+    from slurm_io.lassi.sql import spread_sql
+    from slurm_io.model import METADATA_OPS
+
+    md_mdt = " + ".join(f"coalesce(d.op_{m}, 0)" for m in M.MDS_METRICS)
+    meta_all = " + ".join(f"coalesce(d.op_{op}, 0)" for op in sorted(METADATA_OPS))
+    spread = spread_sql("%(w)s", "%(first)s")
+    rates = (
+        "SELECT t.fs, x.b, coalesce(sum(x.f * d.read_bytes), 0)::float8, "
+        "coalesce(sum(x.f * d.write_bytes), 0)::float8, "
+        f"coalesce(sum(x.f * ({md_mdt})) FILTER (WHERE t.kind = 'MDT'), 0)::float8 "
+        f"FROM jobstats_delta d JOIN fs_target t USING (target_id) {spread}"
+        "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2 ORDER BY 2"
+    )
+    # One series = a job (ids naming it), or a (uid, host) outside jobs; its rate in one
+    # interval = what it moved in the interval / interval length; then counted per log bin.
+    heatmap = (
+        "WITH s AS (SELECT x.b, d.job, "
+        "CASE WHEN d.job IS NULL THEN d.uid END AS u, "
+        "CASE WHEN d.job IS NULL THEN d.host_id END "
+        "AS h, sum(x.f * d.write_bytes)::float8 / %(w)s AS wr, "
+        "sum(x.f * d.read_bytes)::float8 / %(w)s AS rr, "
+        f"sum(x.f * ({meta_all}))::float8 / %(w)s AS mr FROM jobstats_delta d {spread}"
+        "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4) "
+        "SELECT 'write', b, floor(ln(wr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
+        "WHERE wr > 0 GROUP BY 2, 3 "
+        "UNION ALL SELECT 'read', b, floor(ln(rr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
+        "WHERE rr > 0 GROUP BY 2, 3 "
+        "UNION ALL SELECT 'meta', b, floor(ln(mr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
+        "WHERE mr > 0 GROUP BY 2, 3"
+    )
+    return rates, heatmap
+
+
+def _spread_params(start: float, end: float, width: float, **kw: Any) -> dict[str, Any]:
+    return {"w": width, "lo": ts(start), "hi": ts(end), "first": int(start // width), **kw}
+
+
+def rates(conn: Connection, start: float, end: float, width: float) -> list[Rate]:
+    """Read/write bytes and MDT metadata operations per fs and interval, by interval."""
+    return [Rate(*r) for r in conn.execute(_daily_sql()[0],
+                                           _spread_params(start, end, width)).fetchall()]
+
+
+def heat_counts(conn: Connection, start: float, end: float, width: float,
+                base: float) -> list[HeatCount]:
+    """Series counted per metric, interval and logarithmic rate bin."""
+    return [HeatCount(*r) for r in conn.execute(
+        _daily_sql()[1], _spread_params(start, end, width, base=base))]
+
+
+def baselines(conn: Connection, day: date) -> list[Baseline]:
+    """The LASSi baselines of the day's filesystems (lassi_day), by filesystem."""
+    return [Baseline(fs, a, f, to, n, list(own)) for fs, a, f, to, n, own in conn.execute(
+        "SELECT fs, a, baseline_from, baseline_to, baseline_hours, own_metrics "
+        "FROM lassi_day WHERE day = %s ORDER BY fs", (day,))]
