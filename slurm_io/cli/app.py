@@ -151,8 +151,14 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
     from slurm_io.store import db, migrate
 
     conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
-    if upgrade:
-        migrate.upgrade(conn, settings=migrate.config_settings(cfg))
+    try:  # this release against the database's schema: upgraded, usable, or one line
+        migrate.check(conn, upgrade_first=upgrade, settings=migrate.config_settings(cfg))
+    except migrate.SchemaMismatch as e:
+        conn.close()
+        raise JobioError(str(e)) from e
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
