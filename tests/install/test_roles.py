@@ -83,11 +83,12 @@ def test_a_client_install_has_no_driver_and_ends_in_one_line(
     # a real munged (the testbed's) when there is one: the credential is made and the
     # connection to the URL is what fails; without it, getting the credential fails
     munge = f'[munge]\nsocket = "{TESTBED_MUNGE}"\n' if TESTBED_MUNGE.exists() else ""
-    config.write_text(f'server = "https://127.0.0.1:9"\nserver_timeout = 5\n{munge}')
+    config.write_text(f'server_timeout = 5\n{munge}')
     config.chmod(0o644)
-    unreachable = run(bin_dir, "4242", user="nobody", config=config)
+    unreachable = run(bin_dir, "--server", "https://127.0.0.1:9", "4242", user="nobody",
+                      config=config)
     line = assert_one_line_error(unreachable)
-    assert "127.0.0.1:9" in line or "MUNGE" in line, line
+    assert ("127.0.0.1:9" in line) if munge else ("MUNGE" in line), line
     # without `server`, a database command: the extra, and that a login node asks the service
     line = needs_extra(run(bin_dir, "4242", user="nobody"), "show", "server", "psycopg")
     assert "set `server`" in line
