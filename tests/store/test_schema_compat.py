@@ -65,6 +65,8 @@ def test_a_compatible_newer_schema_is_written(db_dsn: str, tmp_path: Path) -> No
                   env={"SLURM_IO_CONFIG": "/dev/null"})
     assert usage.returncode == 0, usage.stderr
     assert json.loads(usage.stdout)["totals"]["read_bytes"] > 0
+    up = jobio("--dsn", db_dsn, "db", "upgrade", env={"SLURM_IO_CONFIG": "/dev/null"})
+    assert (up.returncode, up.stdout) == (0, f"schema at version {future} (nothing to do)\n")
 
 
 def test_an_incompatible_newer_schema_is_refused_and_the_collector_spools(
@@ -82,9 +84,10 @@ def test_an_incompatible_newer_schema_is_refused_and_the_collector_spools(
             f"{__version__} can write (its schema {RELEASE}; a release with schema {future} "
             f"or later can): upgrade slurm-io on this host") in refusals[0]
     assert "Traceback" not in proc.stderr
-    # a command is refused in one line too
-    show = jobio("--dsn", db_dsn, "usage", env={"SLURM_IO_CONFIG": "/dev/null"})
-    assert_one_line_error(show, "newer than this jobio", "upgrade slurm-io on this host")
+    # a command is refused in one line too, and so is this release's `db upgrade`
+    for args in (["usage"], ["db", "upgrade"]):
+        refused = jobio("--dsn", db_dsn, *args, env={"SLURM_IO_CONFIG": "/dev/null"})
+        assert_one_line_error(refused, "newer than this jobio", "upgrade slurm-io on this host")
     # once the database is one this release can write (here: the future undone), the spool
     # drains: nothing was lost
     with psycopg.connect(db_dsn) as conn:
