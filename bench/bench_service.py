@@ -65,7 +65,7 @@ def public_venv(path: Path) -> Path:
     """A venv of the system Python that every user can execute, with this checkout."""
     if not (path / "bin/jobio").exists():
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(path)], check=True)
-        subprocess.run([str(path / "bin/pip"), "install", "-q", str(ROOT)], check=True)
+        subprocess.run([str(path / "bin/pip"), "install", "-q", f"{ROOT}[all]"], check=True)
     else:  # the dependencies are there: refresh slurm-io itself
         subprocess.run([str(path / "bin/pip"), "install", "-q", "--force-reinstall",
                         "--no-deps", str(ROOT)], check=True)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up on Debian 12: system packages the project runs against, and a virtualenv
-# (.venv) with slurm-io installed in editable mode. Safe to run again; quick when done before.
+# (.venv) with slurm-io and every role's extra (`.[all]`: pyproject.toml) installed in editable
+# mode. Safe to run again; quick when done before.
 #   SLURM_IO_EXTRAS=test  also installs the test tools (pytest, hypothesis, ruff, aiosmtpd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,8 +63,8 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 extras="${SLURM_IO_EXTRAS:-}"
-spec="."
-[ -n "$extras" ] && spec=".[${extras}]"
+spec=".[all]"
+[ -n "$extras" ] && spec=".[all,${extras}]"
 stamp=".venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras:-none}"
 if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip >/dev/null

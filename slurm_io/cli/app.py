@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from slurm_io import config as config_mod
+from slurm_io.cli import extras
 from slurm_io.config import Config, ConfigError
 from slurm_io.jobs.spec import JOBID_ARG  # the commands import it from here
 
@@ -45,7 +46,7 @@ class JobioError(click.ClickException):
     def show(self, file: Any = None) -> None:
         click.echo(f"jobio: error: {self.format_message()}", err=True)
 # what a login node's `jobio` can do through the service (`server` set; slurm_io/client)
-CLIENT_COMMANDS = frozenset({"show", "report", "mail", "usage"})
+CLIENT_COMMANDS = extras.CLIENT_COMMANDS
 
 
 class JobioGroup(click.Group):
@@ -78,6 +79,9 @@ class JobioGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as e:
+            hint = extras.missing_extra(e, ctx.invoked_subcommand)
+            if hint is not None:  # a role's install without this command's extra
+                raise JobioError(hint) from e
             from slurm_io.cli.refusal import as_refusal
 
             refused = as_refusal(e)  # the database's "permission denied": one line
@@ -147,8 +151,14 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
     from slurm_io.store import db, migrate
 
     conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
-    if upgrade:
-        migrate.upgrade(conn, settings=migrate.config_settings(cfg))
+    try:  # this release against the database's schema: upgraded, usable, or one line
+        migrate.check(conn, upgrade_first=upgrade, settings=migrate.config_settings(cfg))
+    except migrate.SchemaMismatch as e:
+        conn.close()
+        raise JobioError(str(e)) from e
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 

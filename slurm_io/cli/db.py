@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from slurm_io.cli.app import connect_db, main
+from slurm_io.cli.app import JobioError, connect_db, main
 from slurm_io.config import Config
 
 
@@ -21,13 +21,18 @@ def db_group() -> None:
 @click.pass_obj
 def db_upgrade(cfg: Config) -> None:
     """Apply pending migrations from sql/ (idempotent)."""
+    from slurm_io import __version__
     from slurm_io.store import db, migrate
 
     with db.connect(cfg.dsn, state_dir=cfg.state_dir) as conn:
         applied = migrate.upgrade(conn, settings=migrate.config_settings(cfg))
         version = migrate.current_version(conn)
+        state = migrate.read_state(conn)
     for name in applied:
         click.echo(f"applied {name}")
+    refused = migrate.mismatch(state, __version__)  # an older release's `db upgrade`
+    if refused is not None:
+        raise JobioError(refused)
     click.echo(f"schema at version {version}" + ("" if applied else " (nothing to do)"))
 
 

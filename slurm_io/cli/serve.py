@@ -18,12 +18,9 @@ def serve_cmd(cfg: Config, listen: str | None, port: int | None,
               processes: int | None) -> None:
     """Answer `jobio` on login nodes: MUNGE-authenticated JSON over HTTP(S), each request
     read as the requesting user's database role (docs/service.md)."""
-    from slurm_io.service.server import serve
+    import cheroot  # noqa: F401  (before the config checks; missing: cli/extras.py's line)
 
-    try:
-        import cheroot  # noqa: F401
-    except ImportError as e:
-        raise click.ClickException("`jobio serve` needs cheroot (pip install cheroot)") from e
+    from slurm_io.service.server import serve
     if cfg.service_tls_cert is not None and not cfg.service_tls_cert.is_file():
         raise click.UsageError(f"service.tls_cert: no such file: {cfg.service_tls_cert}")
     serve(cfg.with_overrides(service_listen=listen, service_port=port,

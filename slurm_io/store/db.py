@@ -62,7 +62,9 @@ def connect(
 def upgrading_factory(dsn: str | None, *, state_dir: Path | None = None
                       ) -> Callable[[], psycopg.Connection]:
     """A connection factory for daemons: the schema is brought up to date on the first
-    connection only (reconnects after an outage skip it)."""
+    connection only; every connection compares this release with the database's schema
+    (migrate.check), so a database upgraded during an outage by a newer, incompatible release
+    is refused (migrate.SchemaMismatch, a RuntimeError: the collector spools) in one line."""
     from slurm_io.store import migrate
 
     upgraded = False
@@ -72,9 +74,12 @@ def upgrading_factory(dsn: str | None, *, state_dir: Path | None = None
     def factory() -> psycopg.Connection:
         nonlocal upgraded
         conn = connect(dsn, state_dir=state_dir)
-        if not upgraded:
-            migrate.upgrade(conn)
-            upgraded = True
+        try:
+            migrate.check(conn, upgrade_first=not upgraded)
+        except BaseException:
+            conn.close()
+            raise
+        upgraded = True
         return conn
 
     return factory

@@ -4,6 +4,16 @@ Why not a migration framework: the schema is a handful of plain SQL files, and t
 needed are few -- each file runs in its own transaction together with the row recording it
 (so a failed file leaves no trace and is retried next time), and concurrent upgrades (two
 collectors starting together) are serialised by a transaction-scoped advisory lock.
+
+Releases and schemas (`check`): a release knows the migrations it ships, up to its
+`schema_version`. Against an older database it says "run `jobio db upgrade`" (commands that
+upgrade themselves do so first); against a newer one it works if every migration it does not
+know says that writers of its schema may go on (a header line `-- writers-from: N` in the
+file: releases knowing migration N or later still write correctly after this one; recorded in
+schema_migrations.writers_from by the release that applies it), else it refuses in one line
+(SchemaMismatch; the collector spools). A migration without the line is taken as breaking
+every older writer: adding a table or an index is compatible and says so, dropping or
+renaming a column a writer fills is not.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from slurm_io.paths import sql_dir
 # Arbitrary constant naming "slurm-io schema migrations" in pg_advisory_xact_lock's key space.
 MIGRATION_LOCK_KEY = 0x5C10_0001
 _FILE_RE = re.compile(r"(\d{4})_([A-Za-z0-9_\-]+)\.sql")
+_WRITERS_FROM_RE = re.compile(r"^-- writers-from: (\d+)\s*$", re.MULTILINE)
 
 _CREATE_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -28,12 +39,22 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at  timestamptz NOT NULL DEFAULT now()
 )
 """
+# the oldest schema whose writers still work after a migration (see the module's docstring);
+# NULL (recorded before this column): as breaking as can be
+_ADD_WRITERS_FROM = ("ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS "
+                     "writers_from integer")
 
 
 class Migration(NamedTuple):
     version: int
     name: str  # file name without `.sql`, e.g. "0001_core"
     path: Path
+
+    def writers_from(self) -> int:
+        """Its `-- writers-from: N` line (in the file's leading comment), else its version."""
+        head = self.path.read_text(encoding="utf-8")[:4096]
+        match = _WRITERS_FROM_RE.search(head)
+        return int(match.group(1)) if match else self.version
 
 
 def available(directory: Path | None = None) -> list[Migration]:
@@ -99,6 +120,7 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
             for name, value in (settings or {}).items():
                 conn.execute("SELECT set_config(%s, %s, true)", (name, value))
             conn.execute(_CREATE_TABLE)
+            conn.execute(_ADD_WRITERS_FROM)
             done = conn.execute(
                 "SELECT 1 FROM schema_migrations WHERE version = %s", (migration.version,)
             ).fetchone()
@@ -108,8 +130,9 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
             # statements and `%` needs no escaping.
             conn.execute(migration.path.read_text(encoding="utf-8"))  # type: ignore[arg-type]
             conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                (migration.version, migration.name),
+                "INSERT INTO schema_migrations (version, name, writers_from) "
+                "VALUES (%s, %s, %s)",
+                (migration.version, migration.name, migration.writers_from()),
             )
         applied.append(migration.name)
     return applied
@@ -122,3 +145,88 @@ def _up_to_date(conn: psycopg.Connection, migrations: list[Migration]) -> bool:
             return False
         done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
     return all(m.version in done for m in migrations)
+
+
+# -- this release against the database's schema ----------------------------------------------
+
+
+class SchemaMismatch(RuntimeError):
+    """This release cannot work with the database's schema: one line saying what to do.
+
+    A RuntimeError so that the collector's flush treats it as an outage: it spools and
+    tries again next cycle (slurm_io/collect/daemon.py)."""
+
+
+class SchemaState(NamedTuple):
+    database: int  # the database's highest applied migration (0: none)
+    release: int  # this release's highest migration
+    needs_writers_from: int  # max writers_from of the migrations this release does not know
+
+
+def schema_version(directory: Path | None = None) -> int:
+    """The highest migration this release ships."""
+    migrations = available(directory)
+    return migrations[-1].version if migrations else 0
+
+
+_STATE_SQL = ("SELECT coalesce(max(version), 0), coalesce(max(coalesce(writers_from, version)) "
+              "FILTER (WHERE version > %s), 0) FROM schema_migrations")
+_STATE_SQL_OLD = ("SELECT coalesce(max(version), 0), coalesce(max(version) "
+                  "FILTER (WHERE version > %s), 0) FROM schema_migrations")
+
+
+def read_state(conn: psycopg.Connection, directory: Path | None = None) -> SchemaState:
+    """The database's schema beside this release's, in one short read."""
+    release = schema_version(directory)
+    try:
+        with conn.transaction():
+            if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+                return SchemaState(0, release, 0)
+            has_column = conn.execute(
+                "SELECT 1 FROM pg_attribute WHERE attrelid = 'schema_migrations'::regclass "
+                "AND attname = 'writers_from' AND NOT attisdropped").fetchone() is not None
+            row = conn.execute(_STATE_SQL if has_column else _STATE_SQL_OLD,
+                               (release,)).fetchone()
+    except psycopg.errors.InsufficientPrivilege:  # a role the site gave no read of it
+        return SchemaState(release, release, 0)  # unknown: the queries will tell
+    assert row is not None
+    return SchemaState(int(row[0]), release, int(row[1]))
+
+
+def mismatch(state: SchemaState, release_name: str) -> str | None:
+    """Why this release cannot use the database as it is (one line), or None if it can."""
+    if 0 < state.database < state.release:
+        return (f"the database's schema is at version {state.database}, this jobio "
+                f"{release_name} needs {state.release}: run `jobio db upgrade` (as the "
+                f"database's owner)")
+    if state.database > state.release and state.needs_writers_from > state.release:
+        return (f"the database's schema is at version {state.database}, newer than this "
+                f"jobio {release_name} can write (its schema {state.release}; a release with "
+                f"schema {state.needs_writers_from} or later can): upgrade slurm-io on this "
+                f"host")
+    return None
+
+
+def check(conn: psycopg.Connection, *, upgrade_first: bool = False,
+          settings: dict[str, str] | None = None, directory: Path | None = None) -> SchemaState:
+    """Compare the database's schema with this release's at connect; raise SchemaMismatch
+    if they cannot work together. `upgrade_first`: bring an older schema up to date first
+    (as the commands that always did), which only its owner may: anyone else is told to
+    run `jobio db upgrade`, not "permission denied". A database with no schema at all is
+    left to the caller (`jobio db upgrade` creates it; the CLI names it when a table is
+    missing)."""
+    from slurm_io import __version__
+
+    state = read_state(conn, directory)
+    if upgrade_first and state.database < state.release:
+        try:
+            upgrade(conn, directory, settings=settings)
+        except psycopg.errors.InsufficientPrivilege:
+            if state.database == 0:
+                raise
+        else:
+            state = read_state(conn, directory)
+    reason = mismatch(state, __version__)
+    if reason is not None:
+        raise SchemaMismatch(reason)
+    return state

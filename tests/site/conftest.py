@@ -62,7 +62,7 @@ def public_venv(public_dir: Path) -> Path:
     src = public_dir / "src"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
         ".venv", ".git", "out", "__pycache__", "*.egg-info", "build"))
-    proc = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(src)],
+    proc = subprocess.run([str(venv / "bin/pip"), "install", "-q", f"{src}[all]"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     shutil.rmtree(src, ignore_errors=True)
