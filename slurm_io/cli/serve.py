@@ -21,9 +21,9 @@ def serve_cmd(cfg: Config, listen: str | None, port: int | None,
     from slurm_io.service.server import serve
 
     try:
-        import cheroot  # noqa: F401
+        import h11  # noqa: F401
     except ImportError as e:
-        raise click.ClickException("`jobio serve` needs cheroot (pip install cheroot)") from e
+        raise click.ClickException("`jobio serve` needs h11 (pip install h11)") from e
     if cfg.service_tls_cert is not None and not cfg.service_tls_cert.is_file():
         raise click.UsageError(f"service.tls_cert: no such file: {cfg.service_tls_cert}")
     serve(cfg.with_overrides(service_listen=listen, service_port=port,
