@@ -43,7 +43,8 @@ from slurm_io.service.requests import (
 log = logging.getLogger(__name__)
 MAX_BODY = 65536
 STATUS_TEXT = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-               404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
+               404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
+               409: "Conflict",
                413: "Payload Too Large", 414: "URI Too Long",
                431: "Request Header Fields Too Large",
                500: "Internal Server Error", 503: "Service Unavailable"}

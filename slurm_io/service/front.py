@@ -93,6 +93,7 @@ class Front:
                     incoming = await self.read_request(reader, conn, deadline)
                 except Closed as e:
                     if e.answer is not None:
+                        log.info("%s: %d %s", log_text(peer, 60), *e.answer)
                         await self.send_error(writer, conn, *e.answer)
                     return
                 prepared = await loop.run_in_executor(self.auth_pool, self.app.prepare,
@@ -101,7 +102,8 @@ class Front:
                     authenticated = True
                     self.unauthenticated -= 1
                 status, body, ms = await self.run(prepared)
-                if not await self.send(writer, conn, status, body, ms):
+                if not await self.send(writer, conn, status, body, ms,
+                                       head_only=incoming.method == "HEAD"):
                     return
                 deadline = None  # the next head has head_timeout from its first byte
         except (TimeoutError, OSError, ssl.SSLError, h11.LocalProtocolError):
@@ -133,14 +135,16 @@ class Front:
                         data = await reader.read(65536)
                     deadline = loop.time() + self.cfg.service_head_timeout
                 else:
+                    late = Closed((408, "the request took too long") if conn.their_state
+                                  is not h11.IDLE else None)
                     remaining = deadline - loop.time()
                     if remaining <= 0:
-                        raise Closed()
+                        raise late
                     try:
                         async with asyncio.timeout(remaining):
                             data = await reader.read(65536)
                     except TimeoutError:
-                        raise Closed() from None
+                        raise late from None
                 conn.receive_data(data)
                 if not data and conn.their_state is h11.IDLE:
                     raise Closed()
@@ -178,13 +182,14 @@ class Front:
         return result
 
     async def send(self, writer: asyncio.StreamWriter, conn: h11.Connection, status: int,
-                   body: bytes, ms: float) -> bool:
+                   body: bytes, ms: float, *, head_only: bool = False) -> bool:
         """Write one answer; whether the connection may carry another request."""
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
                    ("Server-Timing", f"app;dur={ms:.2f}")]
         writer.write(conn.send(h11.Response(status_code=status, headers=headers,
                                             reason=STATUS_TEXT.get(status, "").encode())))
-        writer.write(conn.send(h11.Data(data=body)))
+        if not head_only:  # HEAD: the GET's Content-Length, no body
+            writer.write(conn.send(h11.Data(data=body)))
         writer.write(conn.send(h11.EndOfMessage()))
         async with asyncio.timeout(self.cfg.service_idle_timeout):
             await writer.drain()
