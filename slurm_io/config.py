@@ -117,8 +117,8 @@ class Config:
     service_idle_timeout: float = 30.0  # keep-alive: seconds between requests
     service_max_line: int = 16384  # bytes of the request line or of one header
     service_max_head: int = 65536  # bytes of a whole request head
-    service_max_per_peer: int = 64  # open connections from one address
-    service_max_unauthenticated: int = 512  # open connections without an accepted credential
+    service_max_per_peer: int = 256  # open connections from one address (a login node)
+    service_max_unauthenticated: int = 1024  # open connections without an accepted credential
     service_max_ids: int = 256  # distinct job ids in one request
     service_max_answer: int = 64 * 1024 * 1024  # bytes of one answer
     service_max_queued: int = 64  # requests of one uid waiting for a worker

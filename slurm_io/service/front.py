@@ -95,6 +95,7 @@ class Front:
                     if e.answer is not None:
                         log.info("%s: %d %s", log_text(peer, 60), *e.answer)
                         await self.send_error(writer, conn, *e.answer)
+                        await linger(reader)
                     return
                 prepared = await loop.run_in_executor(self.auth_pool, self.app.prepare,
                                                       incoming)
@@ -152,6 +153,9 @@ class Front:
             if isinstance(event, h11.Request):
                 head = event
                 self.check_lines(event)
+                length = dict(event.headers).get(b"content-length", b"0")
+                if length.isdigit() and int(length) > MAX_BODY:
+                    raise Closed((413, f"body over {MAX_BODY} bytes"))
             elif isinstance(event, h11.Data):
                 body += event.data
                 if len(body) > MAX_BODY:
@@ -211,6 +215,17 @@ class Front:
                 writer.write(conn.send(h11.EndOfMessage()))
                 async with asyncio.timeout(1):
                     await writer.drain()
+
+
+async def linger(reader: asyncio.StreamReader) -> None:
+    """Read and drop what the client still sends (at most 1 s, 256 KiB) before closing, so
+    that the kernel does not reset the connection, and the refusal with it, while unread
+    data waits (a "lingering close", as nginx does)."""
+    with contextlib.suppress(TimeoutError, OSError, ssl.SSLError):
+        async with asyncio.timeout(1):
+            n = 0
+            while n < 262144 and (chunk := await reader.read(65536)):
+                n += len(chunk)
 
 
 def incoming(head: h11.Request, body: bytes) -> Incoming:

@@ -88,6 +88,8 @@ def test_a_big_header_is_refused_before_it_is_read_whole(svc: HostileSite) -> No
     assert status_of(raw_request(svc, long_line)) == 414
     many = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 20000 + b"\r\n"
     assert status_of(raw_request(svc, many)) == 431
+    body = b"POST /v1/mail HTTP/1.1\r\nHost: x\r\nContent-Length: 70000\r\n\r\n" + b"a" * 70000
+    assert status_of(raw_request(svc, body)) == 413
 
 
 def test_connections_from_one_address_are_capped(svc: HostileSite) -> None:
@@ -105,6 +107,32 @@ def test_connections_from_one_address_are_capped(svc: HostileSite) -> None:
             s.close()
     time.sleep(0.3)
     assert svc.run("alice", "8101").returncode == 0  # the address is served again
+
+
+def test_unauthenticated_connections_are_capped_in_all(svc: HostileSite) -> None:
+    """Connections from many addresses (here 127.0.0.2-5) that send no credential: at most
+    `max_unauthenticated` are held, whatever their addresses."""
+    import socket
+
+    per_peer, cap = int(LIMITS["max_per_peer"]), int(LIMITS["max_unauthenticated"])
+    held = []
+    try:
+        for i in range(cap):
+            s = socket.socket()
+            held.append(s)
+            s.bind((f"127.0.0.{2 + i // per_peer}", 0))
+            s.connect(("127.0.0.1", svc.port))
+        time.sleep(0.3)
+        with socket.socket() as extra:
+            extra.bind((f"127.0.0.{3 + cap // per_peer}", 0))
+            extra.settimeout(5)
+            extra.connect(("127.0.0.1", svc.port))
+            assert extra.recv(1) == b"", "a connection over the cap was kept"
+    finally:
+        for s in held:
+            s.close()
+    time.sleep(0.3)
+    assert svc.run("alice", "8101").returncode == 0
 
 
 def test_ids_per_request_are_capped_and_deduplicated(svc: HostileSite) -> None:

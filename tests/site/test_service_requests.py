@@ -89,6 +89,23 @@ def test_logged_request_data_is_escaped(raw: str, logged: str) -> None:
     assert log_text(raw) == logged
 
 
+def test_an_answer_over_max_answer_is_one_413() -> None:
+    import json
+    import time
+
+    from slurm_io.config import Config
+    from slurm_io.service.app import Incoming, Prepared, ServiceApp
+
+    app = ServiceApp(Config().with_overrides(service_max_answer=1000), lambda: None)
+    req = Incoming("GET", "/v1/show", "jobid=1", "/v1/show?jobid=1", None, b"")
+    status, out, _ = app.answer(Prepared(req, time.perf_counter(), uid=1001,
+                                         final=(200, {"jobs": ["x" * 2000]})))
+    assert status == 413 and "over 1000 bytes" in json.loads(out)["error"]
+    status, out, _ = app.answer(Prepared(req, time.perf_counter(), uid=1001,
+                                         final=(200, {"jobs": ["x" * 10]})))
+    assert status == 200
+
+
 def test_the_fair_pool_takes_uids_in_turn() -> None:
     """One uid's 20 queued requests do not go before another uid's one: the workers take
     the uids in turn, and a uid runs at most max_running at once."""
