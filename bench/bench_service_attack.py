@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_service_attack.py [--dsn DSN] [--user alice]
         [--seconds 30] [--threads 16] [--trickle 64] [--silent 64] [--big 4]
-        [--venv DIR] [--munge-socket SOCK] [--honest 4]
+        [--venv DIR] [--munge-socket SOCK] [--honest 4] [--flood 32 --flood-user bob]
 
 As root, on loopback only. Without --dsn it builds a small database (3,000 jobs over 3 days,
 bench_show.py's generator) in its own embedded PostgreSQL (/var/tmp/slurm-io-bench-attack,
@@ -16,6 +16,9 @@ to compare), then runs two phases of --seconds each:
 2. attack: the same, while a separate attacker process (asyncio) holds --trickle
    connections sending one header byte a second, --silent connections sending nothing, and
    --big connections streaming a header of up to 100 MB, each reconnecting when cut.
+
+3. flood: the same honest load while --flood threads of another user (--flood-user) send
+   requests back to back (one user's load against another's: the fair pool's bound).
 
 Prints, per phase: honest requests, their p50/p99/max latency, failures, the new-process
 `jobio` p50/max, the service's peak RSS (VmRSS sampled every 0.1 s), and the attackers'
@@ -203,6 +206,35 @@ def honest(args: argparse.Namespace, client: Client, jobs: list[str], jobio: Pat
             "jobio_p50": pct(walls, 50), "jobio_max": max(walls)}
 
 
+def flood(args: argparse.Namespace, client: Client, jobs: list[str], stop: float,
+          out: dict[str, float]) -> list[threading.Thread]:
+    """--flood threads of --flood-user, each sending requests back to back until `stop`."""
+    n = int(args.flood * args.seconds * 40)
+    targets = [f"/v1/show?jobid={random.choice(jobs)}" for _ in range(n)]
+    it = iter(zip(targets, mint(args.flood_user, args.munge_socket, targets), strict=True))
+    lock = threading.Lock()
+    out.update(requests=0, busy=0)
+
+    def run() -> None:
+        while time.perf_counter() < stop:
+            with lock:
+                nxt = next(it, None)
+            if nxt is None:
+                return
+            try:
+                client.get(*nxt)
+                key = "requests"
+            except (OSError, RuntimeError):
+                key = "busy"
+            with lock:
+                out[key] += 1
+
+    threads = [threading.Thread(target=run) for _ in range(args.flood)]
+    for th in threads:
+        th.start()
+    return threads
+
+
 def report(name: str, r: dict[str, float], rss: float) -> None:
     print(f"{name}: {r['requests']:.0f} honest requests ({r['failures']:.0f} failed): latency "
           f"p50 {1000 * r['p50']:.0f} ms, p99 {1000 * r['p99']:.0f} ms, max "
@@ -221,6 +253,9 @@ def main() -> None:
     ap.add_argument("--trickle", type=int, default=64)
     ap.add_argument("--silent", type=int, default=64)
     ap.add_argument("--big", type=int, default=4)
+    ap.add_argument("--flood", type=int, default=32,
+                    help="threads of --flood-user asking back to back in a third phase (0: none)")
+    ap.add_argument("--flood-user", default="bob")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-attack-venv"))
     ap.add_argument("--no-install", action="store_true",
                     help="use --venv as it is (another version of slurm-io)")
@@ -240,11 +275,14 @@ def main() -> None:
     with psycopg.connect(dsn) as conn:  # the ids users type (job is the internal key)
         jobs = [r[0] for r in conn.execute("SELECT jobid FROM job WHERE job = ANY(%s)",
                                            (prepare(dsn, args.user),))]
+        flood_jobs = [r[0] for r in conn.execute(
+            "SELECT jobid FROM job WHERE job = ANY(%s)", (prepare(dsn, args.flood_user),))]
     jobio = args.venv / "bin/jobio" if args.no_install else public_venv(args.venv)
-    measure(args, dsn, jobs, jobio)
+    measure(args, dsn, jobs, jobio, flood_jobs)
 
 
-def measure(args: argparse.Namespace, dsn: str, jobs: list[str], jobio: Path) -> None:
+def measure(args: argparse.Namespace, dsn: str, jobs: list[str], jobio: Path,
+            flood_jobs: list[str]) -> None:
     d = conninfo_to_dict(dsn)
     user_dsn = make_conninfo("", host=d["host"], port=d.get("port", "5432"), dbname=d["dbname"])
     work = Path(tempfile.mkdtemp(prefix="bench-attack-"))
@@ -288,6 +326,17 @@ def measure(args: argparse.Namespace, dsn: str, jobs: list[str], jobio: Path) ->
                f"big-header)", result, rss.reset())
         out, _ = attack.communicate(timeout=120)
         print(f"attackers: {out.strip()}")
+        if args.flood:
+            rss.reset()
+            counts: dict[str, float] = {}
+            threads = flood(args, client, flood_jobs, time.perf_counter() + args.seconds + 1,
+                            counts)
+            result = honest(args, client, jobs, jobio, client_cfg, rng)
+            for th in threads:
+                th.join()
+            report(f"flood ({args.flood} threads of {args.flood_user} back to back: "
+                   f"{counts['requests']:.0f} answered, {counts['busy']:.0f} refused)",
+                   result, rss.reset())
         rss.stop()
     finally:
         if attack is not None and attack.poll() is None:

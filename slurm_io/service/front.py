@@ -109,6 +109,8 @@ class Front:
                 deadline = None  # the next head has head_timeout from its first byte
         except (TimeoutError, OSError, ssl.SSLError, h11.LocalProtocolError):
             return
+        except Exception:  # a bug: logged once, the connection closed, the service goes on
+            log.exception("connection from %s failed", log_text(peer, 60))
         finally:
             self.per_peer[peer] -= 1
             if not self.per_peer[peer]:
