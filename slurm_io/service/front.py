@@ -40,6 +40,7 @@ from slurm_io.service.fair import Busy, FairPool
 
 log = logging.getLogger(__name__)
 MAX_BODY = 65536
+CLOSE_GRACE = 2.0  # seconds an answer has to leave a closed connection
 AUTH_THREADS = 4  # munged decodes take ~0.1-1 ms; a few threads keep them off the loop
 
 
@@ -79,9 +80,10 @@ class Front:
             return
         self.per_peer[peer] += 1
         self.unauthenticated += 1
-        authenticated = False
+        authenticated, graceful = False, False
+        raw = writer.transport  # the TCP transport, under TLS once started
+        loop = asyncio.get_running_loop()
         try:
-            loop = asyncio.get_running_loop()
             deadline = loop.time() + self.cfg.service_head_timeout
             if self.tls is not None:
                 async with asyncio.timeout(self.cfg.service_handshake_timeout):
@@ -96,6 +98,7 @@ class Front:
                         log.info("%s: %d %s", log_text(peer, 60), *e.answer)
                         await self.send_error(writer, conn, *e.answer)
                         await linger(reader)
+                    graceful = True
                     return
                 prepared = await loop.run_in_executor(self.auth_pool, self.app.prepare,
                                                       incoming)
@@ -105,6 +108,7 @@ class Front:
                 status, body, ms = await self.run(prepared)
                 if not await self.send(writer, conn, status, body, ms,
                                        head_only=incoming.method == "HEAD"):
+                    graceful = True
                     return
                 deadline = None  # the next head has head_timeout from its first byte
         except (TimeoutError, OSError, ssl.SSLError, h11.LocalProtocolError):
@@ -117,8 +121,7 @@ class Front:
                 del self.per_peer[peer]
             if not authenticated:
                 self.unauthenticated -= 1
-            with contextlib.suppress(OSError, RuntimeError):
-                writer.close()
+            close(raw, writer, graceful, loop)
 
     async def read_request(self, reader: asyncio.StreamReader, conn: h11.Connection,
                            deadline: float | None) -> Incoming:
@@ -220,14 +223,34 @@ class Front:
 
 
 async def linger(reader: asyncio.StreamReader) -> None:
-    """Read and drop what the client still sends (at most 1 s, 256 KiB) before closing, so
+    """Read and drop what the client still sends (at most 1 s, 2 MiB) before closing, so
     that the kernel does not reset the connection, and the refusal with it, while unread
     data waits (a "lingering close", as nginx does)."""
     with contextlib.suppress(TimeoutError, OSError, ssl.SSLError):
         async with asyncio.timeout(1):
             n = 0
-            while n < 262144 and (chunk := await reader.read(65536)):
+            while n < 2 << 20 and (chunk := await reader.read(65536)):
                 n += len(chunk)
+
+
+def close(raw: asyncio.BaseTransport, writer: asyncio.StreamWriter, graceful: bool,
+          loop: asyncio.AbstractEventLoop) -> None:
+    """Close a connection without reading from it any more.
+
+    Why: a TLS transport's graceful close waits up to 30 s for the peer's close_notify and
+    meanwhile buffers everything the peer sends, unbounded (asyncio's sslproto): four
+    connections streaming a header took the service to 350 MB that way. Here reading stops,
+    what was written has `CLOSE_GRACE` s to leave, then the socket is aborted. A connection
+    that broke a deadline or failed is aborted at once."""
+    with contextlib.suppress(OSError, RuntimeError, AttributeError):
+        if not graceful:
+            writer.transport.abort()
+            raw.abort()
+            return
+        if isinstance(raw, asyncio.ReadTransport):
+            raw.pause_reading()
+        writer.close()
+        loop.call_later(CLOSE_GRACE, raw.abort)
 
 
 def incoming(head: h11.Request, body: bytes) -> Incoming:
