@@ -148,6 +148,9 @@ async def _attack(port: int, ca: str, kind: str, stop: float, counts: dict[str, 
 
 
 def attacker(port: int, ca: str, seconds: float, trickle: int, silent: int, big: int) -> None:
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # its writes to cut connections
     async def main() -> dict[str, int]:
         stop = asyncio.get_running_loop().time() + seconds
         counts: dict[str, int] = {f"{k}_{w}": 0 for k in ("trickle", "silent", "big")
