@@ -122,6 +122,7 @@ class Config:
     service_max_ids: int = 256  # distinct job ids in one request
     service_max_answer: int = 64 * 1024 * 1024  # bytes of one answer
     service_max_queued: int = 64  # requests of one uid waiting for a worker
+    service_max_running: int = 4  # requests of one uid running at once (of `threads`)
     source: Path | None = None  # the file this came from
 
     @property
@@ -233,6 +234,7 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "service.max_ids": ("service_max_ids", int),
     "service.max_answer": ("service_max_answer", _byte_size),
     "service.max_queued": ("service_max_queued", int),
+    "service.max_running": ("service_max_running", int),
 }
 
 

@@ -59,7 +59,7 @@ class Front:
         self.unauthenticated = 0
         self.auth_pool = ThreadPoolExecutor(AUTH_THREADS, thread_name_prefix="jobio-auth")
         self.pool = FairPool(cfg.service_threads, max_queued=cfg.service_max_queued,
-                             max_running=max(1, cfg.service_threads // 4))
+                             max_running=cfg.service_max_running)
 
     async def serve(self, host: str, port: int, *, reuse_port: bool,
                     stop: asyncio.Event) -> None:

@@ -132,3 +132,21 @@ def test_the_fair_pool_takes_uids_in_turn() -> None:
     finally:
         gate.set()
         pool.stop()
+
+
+def test_the_service_limit_keys_load(tmp_path) -> None:
+    """The limits of docs/service.md are configuration keys, sizes in docs' notation."""
+    from slurm_io.config import load
+
+    path = tmp_path / "service.toml"
+    path.write_text('[service]\nhandshake_timeout = 2\nhead_timeout = 3.5\nidle_timeout = 9\n'
+                    'max_line = "8KiB"\nmax_head = "32KiB"\nmax_per_peer = 7\n'
+                    'max_unauthenticated = 70\nmax_ids = 9\nmax_answer = "1MiB"\n'
+                    'max_queued = 5\nmax_running = 2\n')
+    cfg = load(path)
+    assert (cfg.service_handshake_timeout, cfg.service_head_timeout,
+            cfg.service_idle_timeout) == (2.0, 3.5, 9.0)
+    assert (cfg.service_max_line, cfg.service_max_head, cfg.service_max_answer) == (
+        8192, 32768, 1 << 20)
+    assert (cfg.service_max_per_peer, cfg.service_max_unauthenticated, cfg.service_max_ids,
+            cfg.service_max_queued, cfg.service_max_running) == (7, 70, 9, 5, 2)
