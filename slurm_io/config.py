@@ -116,6 +116,18 @@ class Config:
     service_threads: int = 16
     service_processes: int = 1
     service_max_ttl: int = 300  # credentials that live longer are refused
+    # limits that hold before authentication (docs/service.md "Limits")
+    service_handshake_timeout: float = 5.0  # seconds for the whole TLS handshake
+    service_head_timeout: float = 10.0  # seconds for a whole request head and body
+    service_idle_timeout: float = 30.0  # keep-alive: seconds between requests
+    service_max_line: int = 16384  # bytes of the request line or of one header
+    service_max_head: int = 65536  # bytes of a whole request head
+    service_max_per_peer: int = 256  # open connections from one address (a login node)
+    service_max_unauthenticated: int = 1024  # open connections without an accepted credential
+    service_max_ids: int = 256  # distinct job ids in one request
+    service_max_answer: int = 64 * 1024 * 1024  # bytes of one answer
+    service_max_queued: int = 64  # requests of one uid waiting for a worker
+    service_max_running: int = 4  # requests of one uid running at once (of `threads`)
     source: Path | None = None  # the file this came from
 
     @property
@@ -219,6 +231,17 @@ _KEYS: dict[str, tuple[str, Any]] = {
     "service.threads": ("service_threads", int),
     "service.processes": ("service_processes", int),
     "service.max_ttl": ("service_max_ttl", int),
+    "service.handshake_timeout": ("service_handshake_timeout", float),
+    "service.head_timeout": ("service_head_timeout", float),
+    "service.idle_timeout": ("service_idle_timeout", float),
+    "service.max_line": ("service_max_line", _byte_size),
+    "service.max_head": ("service_max_head", _byte_size),
+    "service.max_per_peer": ("service_max_per_peer", int),
+    "service.max_unauthenticated": ("service_max_unauthenticated", int),
+    "service.max_ids": ("service_max_ids", int),
+    "service.max_answer": ("service_max_answer", _byte_size),
+    "service.max_queued": ("service_max_queued", int),
+    "service.max_running": ("service_max_running", int),
 }
 
 

@@ -307,7 +307,7 @@ def test_sql_only_in_query_modules() -> None:
 
 
 # -- the job-end hook stays light ----------------------------------------------------------------
-HEAVY = ("psycopg", "jinja2", "matplotlib", "urwid", "cheroot", "hostlist", "click")
+HEAVY = ("psycopg", "jinja2", "matplotlib", "urwid", "cheroot", "h11", "hostlist", "click")
 
 _HOOK_PROBE = """
 import json, sys

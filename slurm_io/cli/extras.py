@@ -22,7 +22,7 @@ DISTRIBUTION_OF_MODULE = {
     "numpy": "matplotlib",
     "prometheus_client": "prometheus_client",
     "urwid": "urwid",
-    "cheroot": "cheroot",
+    "h11": "h11",
 }
 # the smallest extra that lets a command run; every other command: `server`
 EXTRA_OF_COMMAND = {"collect": "collector"}

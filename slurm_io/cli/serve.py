@@ -18,7 +18,7 @@ def serve_cmd(cfg: Config, listen: str | None, port: int | None,
               processes: int | None) -> None:
     """Answer `jobio` on login nodes: MUNGE-authenticated JSON over HTTP(S), each request
     read as the requesting user's database role (docs/service.md)."""
-    import cheroot  # noqa: F401  (before the config checks; missing: cli/extras.py's line)
+    import h11  # noqa: F401  (before the config checks; missing: cli/extras.py's line)
 
     from slurm_io.service.server import serve
     if cfg.service_tls_cert is not None and not cfg.service_tls_cert.is_file():

@@ -10,4 +10,4 @@ import re
 
 # sacct -j's forms: 123, an array task 123_4, a het component 1853+1, each with an optional
 # step (.batch, .0). ASCII digits only: `\d` would take other scripts' digits.
-JOBID_ARG = re.compile(r"^[0-9]+(?:_[0-9]+|\+[0-9]+)?(?:\.\w+)?$", re.ASCII)
+JOBID_ARG = re.compile(r"^[0-9]+(?:_[0-9]+|\+[0-9]+)?(?:\.\w+)?\Z", re.ASCII)

@@ -20,8 +20,9 @@ import psycopg
 from psycopg import errors, sql
 
 from slurm_io.config import Config
-from slurm_io.jobs.spec import JOBID_ARG
+from slurm_io.service import sql as service_sql
 from slurm_io.service.protocol import SCHEMA
+from slurm_io.service.requests import MailRequest, ReportRequest, ShowRequest, UsageRequest
 
 
 class Refused(Exception):
@@ -68,31 +69,13 @@ def as_user(conn: psycopg.Connection, uid: int) -> Iterator[psycopg.Connection]:
         conn.rollback()
 
 
-def _float(params: dict[str, list[str]], key: str) -> float | None:
-    v = params.get(key)
-    if not v:
-        return None
-    try:
-        return float(v[0])
-    except ValueError as e:
-        raise Refused(400, f"{key}: not a number of seconds since the epoch: {v[0]!r}") from e
-
-
-def show(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
-         ) -> dict[str, Any]:
+def show(conn: psycopg.Connection, cfg: Config, req: ShowRequest) -> dict[str, Any]:
     from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
 
-    specs = params.get("jobid", [])
-    for spec in specs:
-        if not JOBID_ARG.match(spec):
-            raise Refused(400, f"not a job id: {spec!r}")
-    user = (params.get("user") or [None])[0]
-    if not specs and not user:
-        raise Refused(400, "give jobid=..., or user=...")
-    clusters = (params.get("clusters") or [None])[0]
+    specs, user, clusters = list(req.jobids), req.user, req.clusters
     try:
         reports, missing = show_documents(
-            conn, specs, user, _float(params, "start"), _float(params, "end"), now=time.time(),
+            conn, specs, user, req.start, req.end, now=time.time(),
             resolution=cfg.interval, clusters=parse_clusters(clusters),
             all_clusters=clusters is not None and parse_clusters(clusters) is None)
     except AmbiguousJob as e:
@@ -100,18 +83,14 @@ def show(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
     return {"schema": SCHEMA, "jobs": reports, "missing": missing}
 
 
-def report(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
-           ) -> dict[str, Any]:
+def report(conn: psycopg.Connection, cfg: Config, req: ReportRequest) -> dict[str, Any]:
     from slurm_io.attribute.sql import find_jobs
     from slurm_io.mail.builder import MailBuilder, html_part, text_part
     from slurm_io.report.show_docs import parse_clusters
 
-    spec = (params.get("jobid") or [""])[0]
-    if not JOBID_ARG.match(spec):
-        raise Refused(400, f"not a job id: {spec!r}")
+    spec, clusters = req.jobid, req.clusters
     builder = MailBuilder(cfg)
     messages = []
-    clusters = (params.get("clusters") or [None])[0]
     infos = find_jobs(conn, spec, parse_clusters(clusters))
     names = sorted({i.cluster or "" for i in infos})
     if clusters is None and len(names) > 1:
@@ -125,40 +104,46 @@ def report(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
     return {"schema": SCHEMA, "messages": messages}
 
 
-def mail(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]],
-         uid: int, method: str) -> dict[str, Any]:
+def mail(conn: psycopg.Connection, cfg: Config, req: MailRequest, uid: int
+         ) -> dict[str, Any]:
+    """A user's mail choice (GET) or its change (POST). Another user's choice is refused
+    alike both ways unless the database lets the caller read it: row-level security hides
+    the row, which read as "not set" (a false answer) before."""
     from slurm_io.mail import preferences
     from slurm_io.mail.status import status_document
 
-    user = (params.get("user") or [None])[0]
-    if method == "POST":
-        value = (params.get("enabled") or [""])[0]
-        if value not in ("true", "false"):
-            raise Refused(400, "enabled=true or enabled=false")
+    try:
+        target = preferences.resolve_uid(conn, req.user)
+    except preferences.NoUidError as e:
+        raise Refused(400, str(e)) from e
+    if req.user is not None and req.user.isdigit():
         try:
-            target = preferences.resolve_uid(conn, user)
-            preferences.set_enabled(conn, target, value == "true")  # commits
-        except preferences.NoUidError as e:
-            raise Refused(400, str(e)) from e
+            pwd.getpwuid(target)
+        except KeyError:
+            raise Refused(400, f"no such user: uid {target}") from None
+    if req.enabled is not None:
+        try:
+            preferences.set_enabled(conn, target, req.enabled)  # commits
         except errors.InsufficientPrivilege as e:
             raise Refused(403, "the database refused: you may change your own choice "
                           f"only [{e.diag.message_primary}]") from e
-        return {"schema": SCHEMA, "uid": target, "enabled": value == "true"}
+        return {"schema": SCHEMA, "uid": target, "enabled": req.enabled}
+    if target != uid and not service_sql.may_read_every_mail_choice(conn):
+        raise Refused(403, "the database refused: you may read your own choice only")
     try:
-        return {"schema": SCHEMA, **status_document(conn, cfg, user)}
+        return {"schema": SCHEMA, **status_document(conn, cfg, req.user)}
     except preferences.NoUidError as e:
         raise Refused(400, str(e)) from e
 
 
-def usage(conn: psycopg.Connection, cfg: Config, params: dict[str, list[str]]
-          ) -> dict[str, Any]:
+def usage(conn: psycopg.Connection, cfg: Config, req: UsageRequest) -> dict[str, Any]:
     from slurm_io.report import unattributed
     from slurm_io.report import usage as usage_view
 
     now = time.time()
-    end = _float(params, "end") or now
-    start = _float(params, "start") or end - 86400
+    end = req.end or now
+    start = req.start or end - 86400
     result = usage_view.usage(conn, start, end).as_json()
-    if params.get("attribution") == ["1"]:
+    if req.attribution:
         result["attribution"] = unattributed.split(conn, start, end, now=now).as_json()
     return {"schema": SCHEMA, "usage": result}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # what only the database host needs: none of it on a collector, the hook or a client
-SERVER_ONLY = ("matplotlib", "jinja2", "urwid", "cheroot", "prometheus_client")
+SERVER_ONLY = ("matplotlib", "jinja2", "urwid", "h11", "prometheus_client")
 DEPLOY_DOC = ROOT / "docs" / "deploy.md"
 SECTION = "## Install per role"
 _BLOCK_RE = re.compile(r"^```sh\n(.*?)^```$", re.MULTILINE | re.DOTALL)

@@ -67,7 +67,7 @@ def test_a_collector_install_collects_and_holds_nothing_of_the_server(
     # the database host's commands name the extra they need, in one line
     needs_extra(run(bin_dir, "--dsn", db_dsn, "exporter", "--once"), "exporter", "server",
                 "prometheus_client")
-    needs_extra(run(bin_dir, "--dsn", db_dsn, "serve"), "serve", "server", "cheroot")
+    needs_extra(run(bin_dir, "--dsn", db_dsn, "serve"), "serve", "server", "h11")
     needs_extra(run(bin_dir, "--dsn", db_dsn, "report", "4242"), "report", "server",
                 "jinja2")
     needs_extra(run(bin_dir, "--dsn", db_dsn, "jobs", "import", "/dev/null"), "jobs",
