@@ -74,6 +74,8 @@ def public_venv(path: Path) -> Path:
 
 
 def prepare(dsn: str, user: str) -> list[int]:
+    """The user's role, the service account's role; the Slurm ids of the user's finished
+    jobs (what a person types), attributed as on a site."""
     from slurm_io.store import accounts
 
     uid = pwd.getpwnam(user).pw_uid
@@ -88,10 +90,10 @@ def prepare(dsn: str, user: str) -> list[int]:
                 sql.Identifier(SERVICE_ACCOUNT)))
         conn.commit()
         jobs = [r[0] for r in conn.execute(
-            "SELECT job FROM job WHERE uid = %s AND end_time IS NOT NULL", (uid,))]
+            "SELECT job_raw FROM job WHERE uid = %s AND end_time IS NOT NULL", (uid,))]
         # a site's finished jobs are attributed (`jobio attribute`): show reads job_io
         todo = [r[0] for r in conn.execute(
-            "SELECT j.job FROM job j WHERE j.uid = %s AND j.end_time IS NOT NULL AND NOT "
+            "SELECT j.job_raw FROM job j WHERE j.uid = %s AND j.end_time IS NOT NULL AND NOT "
             "EXISTS (SELECT FROM job_io i WHERE i.job = j.job)", (uid,))]
         if todo:
             from slurm_io.attribute.sql import attribute_jobs, find_jobs
