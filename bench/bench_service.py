@@ -62,15 +62,27 @@ SERVICE_IP, LOGIN_IP = "10.79.0.1", "10.79.0.2"  # not the site tests' 10.77/10.
 
 
 def public_venv(path: Path) -> Path:
-    """A venv of the system Python that every user can execute, with this checkout."""
+    """A venv of the system Python that every user can execute, with this checkout installed
+    as a site installs it (not editable); reinstalled only when the checkout changed."""
+    stamp = path / "slurm-io-source.stamp"
     if not (path / "bin/jobio").exists():
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(path)], check=True)
         subprocess.run([str(path / "bin/pip"), "install", "-q", str(ROOT)], check=True)
-    else:  # the dependencies are there: refresh slurm-io itself
+    elif not stamp.exists() or stamp.read_text() != _source_stamp():
         subprocess.run([str(path / "bin/pip"), "install", "-q", "--force-reinstall",
                         "--no-deps", str(ROOT)], check=True)
+    stamp.write_text(_source_stamp())
     path.chmod(0o755)
     return path / "bin/jobio"
+
+
+def _source_stamp() -> str:
+    """Names, sizes and mtimes of the checkout's installed files: changes with any edit."""
+    files = [*sorted(p for p in (ROOT / "slurm_io").rglob("*") if p.suffix != ".pyc"),
+             ROOT / "pyproject.toml"]
+    files += sorted((ROOT / "sql").glob("*.sql")) + sorted((ROOT / "templates").rglob("*"))
+    return "\n".join(f"{p.relative_to(ROOT)} {p.stat().st_size} {p.stat().st_mtime_ns}"
+                     for p in files if p.is_file())
 
 
 def prepare(dsn: str, user: str) -> list[int]:
