@@ -1,6 +1,7 @@
 """The collector's memory budget as a test: one cycle of a 100k-entry target in ≤ 300 MB.
 
-A resource bound, not a timing: the peak RSS (ru_maxrss) of a fresh process that runs the
+A resource bound, not a timing: the peak RSS of a fresh process (its VmHWM: ru_maxrss would
+carry over this process's own peak, see bench_cycle.peak_rss_mib) that runs the
 collector on a 100k-entry OST dump of Lustre 2.16 (the baseline read after a start, then
 the measured steady-state cycle: parse with reuse, classify, deltas, spool, state, COPY into
 PostgreSQL), as bench/bench_cycle.py measures it. The dumps are made before, in this
