@@ -78,6 +78,11 @@ FIGURES: dict[str, Figure] = {
     "startup_local_ms": Figure("start-up: `jobio show JOBID`, median", "ms", None),
     "startup_client_ms": Figure("start-up: `jobio --server ... JOBID`, median", "ms", None),
     "startup_hook_ms": Figure("start-up: hook, median", "ms", None),
+    "startup_local_cpu": Figure("start-up CPU: `jobio show JOBID` / `import psycopg`", "x",
+                                None),
+    "startup_client_cpu": Figure("start-up CPU: client mode / `import click, ssl, ...`", "x",
+                                 None),
+    "startup_hook_cpu": Figure("start-up CPU: hook / `python -c pass`", "x", None),
 }
 
 
@@ -238,6 +243,7 @@ def startup_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
     for kind in ("local", "client", "hook"):
         out[f"startup_{kind}"] = r[kind]["ratio"]
         out[f"startup_{kind}_ms"] = r[kind]["ms"]
+        out[f"startup_{kind}_cpu"] = r[kind]["cpu_ms"] / r[kind]["floor_cpu_ms"]
     return out
 
 
