@@ -34,56 +34,16 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.budget_rules import README, fmt, table, write_readme
 
 BENCH = Path(__file__).resolve().parent
 PY = sys.executable
 JOBIO = str(Path(sys.executable).with_name("jobio"))
 COMMITTED = BENCH / "budget.json"
-README = BENCH / "README.md"
-BEGIN, END = "<!-- budget.py: begin -->", "<!-- budget.py: end -->"
-TOLERANCE = 0.15  # worse than committed by more than this fails
-
-
-class Figure(NamedTuple):
-    label: str
-    unit: str
-    budget: float | None  # None: compared with the committed figure only
-    higher_is_better: bool = False
-
-
-FIGURES: dict[str, Figure] = {
-    "parse_ost": Figure("parse, OST 2.16, 100k entries (collector GC)", "MB/s", 100, True),
-    "parse_mdt": Figure("parse, MDT 2.16, 100k entries (collector GC)", "MB/s", 100, True),
-    "parse_shared": Figure("parse, ../shared job_stats captures (each 200x)", "MB/s", None,
-                           True),
-    "cycle_ost_cpu": Figure("collector cycle, OST 2.16 100k, CPU", "s", 2.0),
-    "cycle_ost_rss": Figure("collector cycle, OST 2.16 100k, peak RSS", "MB", 300),
-    "cycle_mdt_cpu": Figure("collector cycle, MDT 2.16 100k, CPU", "s", 2.0),
-    "cycle_mdt_rss": Figure("collector cycle, MDT 2.16 100k, peak RSS", "MB", 300),
-    "ingest_rate": Figure("ingest (write_batch, 300k rows)", "rows/s", 150_000, True),
-    "ingest_bytes": Figure("ingest, table + indexes per row", "B", 300),
-    "show_server": Figure("`jobio show` server time, median", "ms", 20),
-    "show_process": Figure("`jobio show --json` new process, median", "ms", None),
-    "attribution": Figure("attribution of 1,000 finished jobs (one batch)", "s", 10),
-    "top": Figure("`jobio top --once` new process, median", "s", 1.0),
-    "scrape": Figure("exporter scrape (GET /metrics), median", "s", 1.0),
-    "hook": Figure("hook, everything down, median", "ms", 200),
-    "service_p99": Figure("service time p99, 50 clients", "ms", 100),
-    "startup_local": Figure("start-up: `jobio show JOBID` / `import psycopg`", "x", 1.25),
-    "startup_client": Figure("start-up: client mode / `import click, ssl, ...`", "x", 1.25),
-    "startup_hook": Figure("start-up: hook / `python -c pass`", "x", 3.0),
-    "startup_local_ms": Figure("start-up: `jobio show JOBID`, median", "ms", None),
-    "startup_client_ms": Figure("start-up: `jobio --server ... JOBID`, median", "ms", None),
-    "startup_hook_ms": Figure("start-up: hook, median", "ms", None),
-    "startup_local_cpu": Figure("start-up CPU: `jobio show JOBID` / `import psycopg`", "x",
-                                None),
-    "startup_client_cpu": Figure("start-up CPU: client mode / `import click, ssl, ...`", "x",
-                                 None),
-    "startup_hook_cpu": Figure("start-up CPU: hook / `python -c pass`", "x", None),
-}
 
 
 class Sizes(NamedTuple):
@@ -245,71 +205,6 @@ def startup_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
         out[f"startup_{kind}_ms"] = r[kind]["ms"]
         out[f"startup_{kind}_cpu"] = r[kind]["cpu_ms"] / r[kind]["floor_cpu_ms"]
     return out
-
-
-# -- judging and writing ---------------------------------------------------------------------
-
-def verdict(name: str, value: float, committed: float | None) -> str:
-    """'' when fine, else why the figure fails."""
-    f = FIGURES[name]
-    why = []
-    if f.budget is not None and (value < f.budget if f.higher_is_better else value > f.budget):
-        why.append("over budget")
-    if committed:
-        worse = committed / value - 1 if f.higher_is_better else value / committed - 1
-        if worse > TOLERANCE:
-            why.append(f"{100 * worse:.0f} % worse than committed")
-    return ", ".join(why)
-
-
-def fmt(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}" if abs(v) < 10 else f"{v:.1f}"
-
-
-def table(figures: dict[str, float], committed: dict[str, float], judge: bool
-          ) -> tuple[list[str], int]:
-    """The printed table and the number of failing figures."""
-    lines = [f"{'figure':<52} {'unit':>6} {'now':>9} {'budget':>9} {'committed':>10}  verdict"]
-    failed = 0
-    for name, f in FIGURES.items():
-        if name not in figures:
-            continue
-        v, c = figures[name], committed.get(name)
-        why = verdict(name, v, c) if judge else ""
-        failed += bool(why)
-        bound = "-" if f.budget is None else ("≥ " if f.higher_is_better else "≤ ") + fmt(
-            f.budget)
-        lines.append(f"{f.label:<52} {f.unit:>6} {fmt(v):>9} {bound:>9} {fmt(c):>10}  "
-                     f"{why or ('ok' if judge else '')}")
-    return lines, failed
-
-
-def markdown(doc: dict[str, Any]) -> str:
-    figures = doc["figures"]
-    rows = ["| figure | unit | measured | budget |", "|---|---|---|---|"]
-    for name, f in FIGURES.items():
-        if name in figures:
-            bound = "-" if f.budget is None else ("≥ " if f.higher_is_better else "≤ ") + fmt(
-                f.budget)
-            rows.append(f"| {f.label} | {f.unit} | {fmt(figures[name])} | {bound} |")
-    head = (f"Generated by `bench/budget.py --markdown` from bench/budget.json (measured "
-            f"{doc['measured']}, {doc['machine']}; 1-minute load average {doc['load']} "
-            f"before the run, {doc.get('load_after', '?')} after: other sessions shared the "
-            f"cores). Do not edit by hand.")
-    return "\n".join([BEGIN, head, "", *rows, END])
-
-
-def write_readme(doc: dict[str, Any]) -> None:
-    text = README.read_text()
-    block = markdown(doc)
-    if BEGIN in text and END in text:
-        a, b = text.index(BEGIN), text.index(END) + len(END)
-        text = text[:a] + block + text[b:]
-    else:
-        raise SystemExit(f"{README}: no {BEGIN} ... {END} markers")
-    README.write_text(text)
 
 
 def machine(dsn: str) -> str:

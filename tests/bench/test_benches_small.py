@@ -59,7 +59,7 @@ def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path,
     bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook,
     bench_service and bench_startup, and yields every figure of the budget."""
     sys.path.insert(0, str(REPO))
-    from bench.budget import FIGURES
+    from bench.budget_rules import FIGURES
 
     out = tmp_path / "figures.json"
     bench("bench/budget.py", "--small", "--dsn", pg_dsn, "--venv", str(site_venv),
@@ -134,7 +134,8 @@ def test_fuzz_jobstats_small() -> None:
 
 def test_every_bench_has_a_small_form() -> None:
     """Each bench/*.py is run by a test here (by name), or by budget.py --small (named in its
-    test's docstring), or is a module the others import (dumps, accuracy_breakdown)."""
+    test's docstring), or is a module the others import (dumps, accuracy_breakdown;
+    budget_rules, whose rules tests/bench/test_budget_rules.py holds)."""
     text = Path(__file__).read_text()
     for script in sorted(BENCH.glob("*.py")):
         if script.name == "__init__.py":

@@ -9,7 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.budget import BEGIN, END, FIGURES, markdown, table, verdict  # noqa: E402
+from bench.budget_rules import BEGIN, END, FIGURES, markdown, table, verdict  # noqa: E402
 
 
 def test_lower_is_better_figure() -> None:
