@@ -108,15 +108,20 @@ def parse_figures(s: Sizes, dumps: dict[str, Path]) -> dict[str, float]:
 
 
 def parse_shared(times: int) -> float:
-    """MB/s over the real and synthetic captures of ../shared (or the test samples when it is
-    absent), each parsed `times` times: small texts of many formats, fast path or not."""
+    """MB/s over the real and synthetic captures of ../shared (tests/parse's samples when it
+    is absent), each parsed `times` times: small texts of many formats, fast path or not."""
     from slurm_io.parse.jobstats import parse
+    from tests.shared import SHARED  # ../shared, or where $SLURM_IO_SHARED says
 
-    shared = BENCH.parent.parent / "shared" / "fixtures" / "jobstats"
+    shared = SHARED / "fixtures" / "jobstats"
     files = sorted(shared.glob("*")) if shared.is_dir() else []
     texts = [p.read_bytes() for p in files if p.suffix in (".job_stats", ".txt")]
-    if not texts:
-        texts = [p.read_bytes() for p in sorted((BENCH.parent / "tests").rglob("*.job_stats"))]
+    if not texts:  # a clone without ../shared: the project's own samples of each format
+        from tests.parse.mutate import SAMPLES
+
+        print("../shared is absent: parse_shared is of tests/parse's samples instead",
+              file=sys.stderr)
+        texts = list(SAMPLES)
     assert texts, "no job_stats text to parse"
     gc.collect()
     t = time.perf_counter()
