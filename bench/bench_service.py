@@ -61,6 +61,16 @@ NETNS, VETH = "jobio-bench-login", "jbench0"
 SERVICE_IP, LOGIN_IP = "10.79.0.1", "10.79.0.2"  # not the site tests' 10.77/10.78
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now (so that two runs, or the suite's small form and a
+    person's run, do not fight over one)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def public_venv(path: Path) -> Path:
     """A venv of the system Python that every user can execute, with this checkout installed
     as a site installs it (not editable); reinstalled only when the checkout changed."""
@@ -308,7 +318,7 @@ def measure(args: argparse.Namespace, jobs: list[int], jobio: Path, netns: str |
     work = Path(tempfile.mkdtemp(prefix="bench-service-"))
     work.chmod(0o755)
     host = SERVICE_IP if netns else "127.0.0.1"
-    port = 18453
+    port = free_port(host if not netns else "127.0.0.1")
     scheme = "http" if args.tls == "none" else "https"
     url = f"{scheme}://{host}:{port}"
     tls = ""

@@ -48,6 +48,7 @@ from bench.bench_service import (
     SERVICE_ACCOUNT,
     TESTBED_MUNGE,
     Client,
+    free_port,
     make_cert,
     prepare,
     public_venv,
@@ -119,7 +120,8 @@ def measure(dsn: str, user_name: str, venv: Path, pairs: int, munge_socket: str
     user_dsn = make_conninfo("", host=d["host"], port=d.get("port", "5432"), dbname=d["dbname"])
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     work.chmod(0o755)
-    host, port = "127.0.0.1", 18454
+    host = "127.0.0.1"
+    port = free_port(host)
     cert, key = make_cert(work, "ec", SERVICE_ACCOUNT, host)
     svc_cfg = work / "service.toml"
     svc_cfg.write_text(f'dsn = "{user_dsn}"\n[munge]\nsocket = "{munge_socket}"\n'
