@@ -69,8 +69,8 @@ def _rules_cpu() -> Iterator[list[float]]:
         attribute_sql.attribute = inner
 
 
-def run(scenario: str, seed: int, base: str, work: Path, breakdown: bool = False
-        ) -> dict[str, Any]:
+def run(scenario: str, seed: int, base: str, work: Path, breakdown: bool = False,
+        size: dict[str, Any] | None = None) -> dict[str, Any]:
     name = f"accuracy_{scenario}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
@@ -78,7 +78,7 @@ def run(scenario: str, seed: int, base: str, work: Path, breakdown: bool = False
     dsn = make_conninfo(base, dbname=name)
     sim = work / scenario
     simulate(sim, seed=seed, start=START, scenario=scenario, oracle=breakdown,
-             **SCENARIOS[scenario])
+             **{**SCENARIOS[scenario], **(size or {})})
     with psycopg.connect(dsn) as conn:
         migrate.upgrade(conn)
     link = daemon.DatabaseLink(lambda: psycopg.connect(dsn))
@@ -148,7 +148,10 @@ def main() -> None:
     ap.add_argument("--dsn")
     ap.add_argument("--breakdown", action="store_true",
                     help="compare every ambiguous split with the simulator's oracle")
+    ap.add_argument("--hours", type=int, help="simulated hours instead of the scenario's")
+    ap.add_argument("--nodes", type=int, help="nodes instead of the scenario's")
     args = ap.parse_args()
+    size = {k: v for k, v in (("hours", args.hours), ("n_nodes", args.nodes)) if v}
     base = args.dsn
     work = Path(tempfile.mkdtemp(prefix="slurm-io-acc-", dir="/tmp"))
     os.chmod(work, 0o755)
@@ -162,7 +165,7 @@ def main() -> None:
         names = {"both": ("default", "dense"), "all": ("default", "dense", "leaky")
                  }.get(args.scenario, (args.scenario,))
         for name in names:
-            report(name, run(name, args.seed, base, work, args.breakdown))
+            report(name, run(name, args.seed, base, work, args.breakdown, size))
     finally:
         if server is not None:
             server.stop()

@@ -53,6 +53,8 @@ ENV = {  # EpilogSlurmctld of a two-node job, Slurm 22.05
 
 
 def stats(label: str, ms: list[float]) -> str:
+    if not ms:
+        return f"{label:<22} n=0"
     p95 = statistics.quantiles(ms, n=20, method="inclusive")[18] if len(ms) >= 2 else ms[0]
     return (f"{label:<22} n={len(ms):<4} min {min(ms):6.1f}  median {statistics.median(ms):6.1f}"
             f"  p95 {p95:6.1f}  max {max(ms):6.1f} ms")
@@ -106,8 +108,9 @@ def latencies(dsn: str, jobs: range) -> list[float]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         while True:
             rows = conn.execute(
-                "SELECT 1000 * extract(epoch FROM updated_at - queued_at)::float8 "
-                "FROM report_queue WHERE job >= %s AND job < %s", (jobs.start, jobs.stop)
+                "SELECT 1000 * extract(epoch FROM q.updated_at - q.queued_at)::float8 "
+                "FROM report_queue q JOIN job j USING (job) "  # the queue holds row keys
+                "WHERE j.job_raw >= %s AND j.job_raw < %s", (jobs.start, jobs.stop)
             ).fetchall()
             if len(rows) == len(jobs) or time.monotonic() > deadline:
                 return [r[0] for r in rows]
@@ -147,7 +150,8 @@ def main() -> None:
             from slurm_io.store import migrate
 
             migrate.upgrade(conn)
-            conn.execute("DELETE FROM report_queue WHERE job >= 3000 AND job < 6000")
+            conn.execute("DELETE FROM report_queue WHERE job IN (SELECT job FROM job "
+                         "WHERE job_raw >= 3000 AND job_raw < 6000)")
         up = Setup(root, "up", dsn, args.python)
         train = sequence(up, 3000, args.runs, args.gap)
         results.append(stats(f"up, train ({args.gap} s)", train))

@@ -61,19 +61,45 @@ NETNS, VETH = "jobio-bench-login", "jbench0"
 SERVICE_IP, LOGIN_IP = "10.79.0.1", "10.79.0.2"  # not the site tests' 10.77/10.78
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now (so that two runs, or the suite's small form and a
+    person's run, do not fight over one)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def public_venv(path: Path) -> Path:
-    """A venv of the system Python that every user can execute, with this checkout."""
+    """A venv of the system Python that every user can execute, with this checkout installed
+    as a site installs it (not editable); reinstalled only when the checkout changed."""
+    stamp = path / "slurm-io-source.stamp"
     if not (path / "bin/jobio").exists():
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(path)], check=True)
         subprocess.run([str(path / "bin/pip"), "install", "-q", f"{ROOT}[all]"], check=True)
-    else:  # the dependencies are there: refresh slurm-io itself
+    elif not stamp.exists() or stamp.read_text() != _source_stamp():
+        # the dependencies may have changed with the checkout (pyproject.toml): add any new one
+        subprocess.run([str(path / "bin/pip"), "install", "-q", f"{ROOT}[all]"], check=True)
         subprocess.run([str(path / "bin/pip"), "install", "-q", "--force-reinstall",
                         "--no-deps", str(ROOT)], check=True)
+    stamp.write_text(_source_stamp())
     path.chmod(0o755)
     return path / "bin/jobio"
 
 
+def _source_stamp() -> str:
+    """Names, sizes and mtimes of the checkout's installed files: changes with any edit."""
+    files = [*sorted(p for p in (ROOT / "slurm_io").rglob("*") if p.suffix != ".pyc"),
+             ROOT / "pyproject.toml"]
+    files += sorted((ROOT / "sql").glob("*.sql")) + sorted((ROOT / "templates").rglob("*"))
+    return "\n".join(f"{p.relative_to(ROOT)} {p.stat().st_size} {p.stat().st_mtime_ns}"
+                     for p in files if p.is_file())
+
+
 def prepare(dsn: str, user: str) -> list[int]:
+    """The user's role, the service account's role; the Slurm ids of the user's finished
+    jobs (what a person types), attributed as on a site."""
     from slurm_io.store import accounts
 
     uid = pwd.getpwnam(user).pw_uid
@@ -88,10 +114,10 @@ def prepare(dsn: str, user: str) -> list[int]:
                 sql.Identifier(SERVICE_ACCOUNT)))
         conn.commit()
         jobs = [r[0] for r in conn.execute(
-            "SELECT job FROM job WHERE uid = %s AND end_time IS NOT NULL", (uid,))]
+            "SELECT job_raw FROM job WHERE uid = %s AND end_time IS NOT NULL", (uid,))]
         # a site's finished jobs are attributed (`jobio attribute`): show reads job_io
         todo = [r[0] for r in conn.execute(
-            "SELECT j.job FROM job j WHERE j.uid = %s AND j.end_time IS NOT NULL AND NOT "
+            "SELECT j.job_raw FROM job j WHERE j.uid = %s AND j.end_time IS NOT NULL AND NOT "
             "EXISTS (SELECT FROM job_io i WHERE i.job = j.job)", (uid,))]
         if todo:
             from slurm_io.attribute.sql import attribute_jobs, find_jobs
@@ -294,7 +320,7 @@ def measure(args: argparse.Namespace, jobs: list[int], jobio: Path, netns: str |
     work = Path(tempfile.mkdtemp(prefix="bench-service-"))
     work.chmod(0o755)
     host = SERVICE_IP if netns else "127.0.0.1"
-    port = 18453
+    port = free_port(host if not netns else "127.0.0.1")
     scheme = "http" if args.tls == "none" else "https"
     url = f"{scheme}://{host}:{port}"
     tls = ""

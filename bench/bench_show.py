@@ -157,8 +157,11 @@ def run(args: argparse.Namespace) -> None:
     with psycopg.connect(dsn) as conn:
         n_jobs = conn.execute("SELECT count(*) FROM job").fetchone()[0]
         n_rows = conn.execute("SELECT count(*) FROM jobstats_delta").fetchone()[0]
-        sample = [r[0] for r in conn.execute(
-            "SELECT job FROM job ORDER BY random() LIMIT 30").fetchall()]
+        # Slurm ids (what a person types) and the row keys job_io holds, of the same jobs
+        rows = conn.execute("SELECT job_raw, job FROM job WHERE end_time IS NOT NULL "
+                            "ORDER BY random() LIMIT %s", (args.sample,)).fetchall()
+    sample = [r[0] for r in rows]
+    keys = [r[1] for r in rows]
     print(f"database: {n_jobs:,} jobs, {n_rows:,} delta rows")
     with psycopg.connect(dsn) as conn:  # finished jobs are shown from the stored results
         migrate.upgrade(conn)
@@ -187,7 +190,7 @@ def run(args: argparse.Namespace) -> None:
     wall = []
     env = {**os.environ, "SLURM_IO_DSN": dsn}
     jobio = str(Path(sys.executable).with_name("jobio"))
-    for job in sample[:15]:
+    for job in sample[:args.processes]:
         t = time.perf_counter()
         subprocess.run([jobio, "show", "--json", str(job)], env=env, check=True,
                        capture_output=True)
@@ -195,9 +198,9 @@ def run(args: argparse.Namespace) -> None:
     print(f"jobio show --json (wall, new process): median {statistics.median(wall) * 1000:.0f}"
           f" ms, max {max(wall) * 1000:.0f} ms")
     with psycopg.connect(dsn) as conn:
-        conn.execute("DELETE FROM job_io WHERE job <> ALL(%s)", (sample,))
+        conn.execute("DELETE FROM job_io WHERE job <> ALL(%s)", (keys,))
         conn.commit()
-        jobs = pending_jobs(conn, 0, 1000)
+        jobs = pending_jobs(conn, 0, args.batch)
         t = time.perf_counter()
         n, _ = attribute_jobs(conn, jobs)
         print(f"attribution of {n} finished jobs in one batch: {time.perf_counter() - t:.2f} s")
@@ -268,6 +271,18 @@ class _LoggingCursor(psycopg.Cursor):
         return super().execute(query, params, **kw)
 
 
+def _explain_logged(conn: psycopg.Connection, queries: list[tuple[Any, Any]]) -> None:
+    """Print EXPLAIN (ANALYZE, BUFFERS) of each logged query (the plans a command used)."""
+    for k, (query, params) in enumerate(queries, 1):
+        text = query if isinstance(query, str) else query.as_string(conn)
+        if not text.lstrip().upper().startswith(("SELECT", "WITH")):
+            conn.execute(text, params)  # a setting the queries after it run under
+            continue
+        plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + text, params).fetchall()
+        print(f"\nEXPLAIN query {k} of {len(queries)}: {' '.join(text.split())[:100]}")
+        print("\n".join(r[0] for r in plan))
+
+
 def _explained_ms(conn: psycopg.Connection, query: Any, params: Any) -> float:
     """Planning + execution time of `query` by EXPLAIN ANALYZE, in ms."""
     total = 0.0
@@ -299,6 +314,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000, help="batch: jobs per batch")
     ap.add_argument("--repeat", type=int, default=1, help="batch: runs")
     ap.add_argument("--profile", action="store_true", help="batch: cProfile the run")
+    ap.add_argument("--sample", type=int, default=30, help="run: jobs shown in process")
+    ap.add_argument("--processes", type=int, default=15,
+                    help="run: `jobio show` runs as new processes")
     args = ap.parse_args()
     {"build": build, "run": run, "batch": batch}[args.what](args)
 

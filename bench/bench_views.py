@@ -29,12 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg
 
-from bench.bench_show import STATE, T0, dsn_of
+from bench.bench_show import STATE, T0, _LoggingCursor, dsn_of
 
 
 def _dsn(args: argparse.Namespace) -> str:
     base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
-    base["dbname"] = "bench_show"
+    base["dbname"] = args.db
     return psycopg.conninfo.make_conninfo(**base)
 
 
@@ -48,6 +48,9 @@ def main() -> None:
     ap.add_argument("--dsn")
     ap.add_argument("--day", help="UTC day (default: day 15 of the bench month)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--db", default="bench_show", help="database built by bench_show.py build")
+    ap.add_argument("--out", type=Path, default=STATE / "views-daily",
+                    help="the daily report's directory (replaced on every run)")
     args = ap.parse_args()
     dsn = _dsn(args)
     day = (date.fromisoformat(args.day) if args.day
@@ -103,24 +106,19 @@ def main() -> None:
     print(f"jobio top --once (wall, new process): median {statistics.median(wall):.2f} s, "
           f"max {max(wall):.2f} s")
     print("\n".join(out.stdout.splitlines()[:8]))
-    with psycopg.connect(dsn) as conn:
-        hi = top_mod.latest(conn, moments[-1])
-        assert hi is not None
-        lo = hi - top_mod.WINDOW * 120.0
+    # the EXPLAIN of each query `top` ran at the last moment (whatever its queries are now)
+    from bench.bench_show import _explain_logged
+
+    with psycopg.connect(dsn, cursor_factory=_LoggingCursor) as conn:
         conn.execute("SET jit = off")
-        for label, q, params in (
-                ("top: newest read", top_mod.LATEST_SQL.format(filters=""),
-                 {"lo": datetime.fromtimestamp(moments[-1] - 600, UTC),
-                  "hi": datetime.fromtimestamp(moments[-1], UTC)}),
-                ("top: main query", top_mod.TOP_SQL.format(filters=""),
-                 {"lo": datetime.fromtimestamp(lo, UTC),
-                  "hi": datetime.fromtimestamp(hi, UTC)})):
-            plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + q, params).fetchall()
-            print(f"\nEXPLAIN {label}:")
-            print("\n".join(r[0] for r in plan))
+        _LoggingCursor.log = []
+        top_mod.top(conn, at=moments[-1])
+        queries, _LoggingCursor.log = _LoggingCursor.log, None
+        conn.rollback()
+        _explain_logged(conn, queries)
 
     # -- daily report ------------------------------------------------------------------------
-    out_dir = STATE / "views-daily"  # replaced on every run
+    out_dir = args.out  # replaced on every run
     shutil.rmtree(out_dir, ignore_errors=True)
     t = time.perf_counter()
     subprocess.run([jobio, "daily", "--date", day.isoformat(), "--out", str(out_dir),

@@ -1,0 +1,339 @@
+"""The performance budget: the key figures in one run, beside their budgets and the last ones.
+
+    .venv/bin/python bench/budget.py [--update] [--markdown] [--small] [--dsn DSN]
+        [--only NAME,...] [--venv DIR] [--json PATH]
+
+Runs the benches of this folder (each as its own process, its output read back) and a few
+direct timings, on inputs made before anything is measured: the 100k-entry dumps, a
+3-day, 3,000-job database built by `bench_show.py build`, the site-like venv of
+/usr/bin/python3. Prints each figure beside its budget and beside the figure committed in
+bench/budget.json, and exits 1 where a figure is over its budget or more than 15 % worse
+than the committed one. `--update` writes the figures of this run to budget.json (and the
+table to bench/README.md); `--markdown` only writes bench/README.md's table from
+budget.json, between its markers, so the README's figures are never typed.
+
+`--small`: tiny inputs, seconds per figure; checks that every figure is produced (the suite
+runs it so that no bench rots), not their values: budgets and the committed figures are
+not compared. Without `--dsn` a throw-away embedded PostgreSQL is made under /tmp. Needs
+root for the service and start-up figures (accounts, MUNGE), as bench_service.py does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.budget_rules import README, fmt, table, write_readme
+
+BENCH = Path(__file__).resolve().parent
+PY = sys.executable
+JOBIO = str(Path(sys.executable).with_name("jobio"))
+COMMITTED = BENCH / "budget.json"
+
+
+class Sizes(NamedTuple):
+    entries: int  # per dump
+    jobs: int  # of the bench_show database
+    days: int
+    ingest_rows: int
+    batch: int  # jobs attributed in one batch
+    repeat: int  # timings per in-process / new-process figure
+    clients: int
+    seconds: float
+    pairs: int  # start-up alternations
+
+
+FULL = Sizes(100_000, 3000, 3, 300_000, 1000, 5, 50, 10, 11)
+SMALL = Sizes(400, 200, 2, 2000, 50, 2, 5, 1, 2)
+
+
+def run(*argv: str, env: dict[str, str] | None = None, timeout: float = 1200) -> str:
+    """stdout of a bench (or `jobio`) run as a new process; its failure ends the run."""
+    proc = subprocess.run([*argv], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=BENCH.parent, check=False)
+    if proc.returncode:
+        sys.exit(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def grab(pattern: str, text: str) -> float:
+    """The number `pattern` (one group) finds in a bench's output (commas allowed)."""
+    m = re.search(pattern, text)
+    if m is None:
+        sys.exit(f"no figure {pattern!r} in:\n{text[-2000:]}")
+    return float(m.group(1).replace(",", ""))
+
+
+def fresh_db(base: str, name: str) -> str:
+    """conninfo of an empty database `name` on the server of `base` (dropped if there)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return make_conninfo(base, dbname=name)
+
+
+# -- the figures -----------------------------------------------------------------------------
+
+def parse_figures(s: Sizes, dumps: dict[str, Path]) -> dict[str, float]:
+    """MB/s of bytes in, best of 3, with the collector's GC policy (in process)."""
+    from bench.bench_parse import _best
+    from slurm_io.collect.gc_policy import CycleGC
+
+    out = {}
+    for kind in ("OST", "MDT"):
+        text = dumps[kind].read_bytes()
+        sec, n, problems = _best(text, 3, CycleGC())
+        assert n == s.entries and not problems, (n, problems)
+        out[f"parse_{kind.lower()}"] = len(text) / 1e6 / sec
+    out["parse_shared"] = parse_shared(20 if s is SMALL else 200)
+    return out
+
+
+def parse_shared(times: int) -> float:
+    """MB/s over the real and synthetic captures of ../shared (tests/parse's samples when it
+    is absent), each parsed `times` times: small texts of many formats, fast path or not."""
+    from slurm_io.parse.jobstats import parse
+    from tests.shared import SHARED  # ../shared, or where $SLURM_IO_SHARED says
+
+    shared = SHARED / "fixtures" / "jobstats"
+    files = sorted(shared.glob("*")) if shared.is_dir() else []
+    texts = [p.read_bytes() for p in files if p.suffix in (".job_stats", ".txt")]
+    if not texts:  # a clone without ../shared: the project's own samples of each format
+        from tests.parse.mutate import SAMPLES
+
+        print("../shared is absent: parse_shared is of tests/parse's samples instead",
+              file=sys.stderr)
+        texts = list(SAMPLES)
+    assert texts, "no job_stats text to parse"
+    gc.collect()
+    t = time.perf_counter()
+    for _ in range(times):
+        for text in texts:
+            parse(text)
+    return sum(map(len, texts)) * times / 1e6 / (time.perf_counter() - t)
+
+
+def cycle_figures(s: Sizes, dsn: str) -> dict[str, float]:
+    """bench_cycle.py's measured cycle, each kind in a fresh process (its own peak RSS)."""
+    out = {}
+    for kind in ("OST", "MDT"):
+        r = json.loads(run(PY, str(BENCH / "bench_cycle.py"), "--child", kind, str(s.entries),
+                           "2.16", dsn).strip().splitlines()[-1])
+        assert r["entries"] == s.entries and r["rows"] > 0, r
+        out[f"cycle_{kind.lower()}_cpu"] = r["cpu_s"]
+        out[f"cycle_{kind.lower()}_rss"] = r["max_rss_MB"]
+    return out
+
+
+def ingest_figures(s: Sizes, dsn: str) -> dict[str, float]:
+    text = run(PY, str(BENCH / "bench_ingest.py"), "--rows", str(s.ingest_rows), "--dsn", dsn)
+    return {"ingest_rate": grab(r"write_batch\s+([\d,]+) rows/s", text),
+            "ingest_bytes": grab(r"table\+indexes\s+([\d,]+) bytes/row", text)}
+
+
+def show_figures(s: Sizes, base: str, db: str) -> dict[str, float]:
+    text = run(PY, str(BENCH / "bench_show.py"), "run", "--dsn", base, "--db", db,
+               "--sample", str(3 * s.repeat), "--processes", str(s.repeat),
+               "--batch", str(s.batch))
+    return {"show_server": grab(r"server time \(\d+ queries\): median ([\d.]+) ms", text),
+            "show_process": grab(r"new process\): median ([\d.]+) ms", text)}
+
+
+def attribution_figures(s: Sizes, base: str, db: str) -> dict[str, float]:
+    text = run(PY, str(BENCH / "bench_show.py"), "batch", "--dsn", base, "--db", db,
+               "--batch", str(s.batch))
+    n = grab(r"attribution of (\d+) finished jobs", text)
+    assert n == s.batch, text
+    return {"attribution": grab(r"in one batch: ([\d.]+) s wall", text) * 1000 / n}
+
+
+def top_figures(s: Sizes, dsn: str, days: int) -> dict[str, float]:
+    """`jobio top --once` as a person runs it, at moments of the database's middle day."""
+    from bench.bench_show import T0
+
+    walls = []
+    for k in range(s.repeat):
+        at = T0 + (days // 2) * 86400 + 3600 * (1 + 5 * k % 22)
+        stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        t = time.perf_counter()
+        out = run(JOBIO, "top", "--once", "--at", stamp, env={"SLURM_IO_DSN": dsn})
+        walls.append(time.perf_counter() - t)
+        assert "JOBID" in out, out
+    return {"top": statistics.median(walls)}
+
+
+def scrape_figures(s: Sizes, dsn: str, days: int) -> dict[str, float]:
+    text = run(PY, str(BENCH / "bench_exporter.py"), "scrape", "--dsn", dsn, "--repeat",
+               str(3 * s.repeat), "--day", str(days // 2))
+    assert grab(r"series: (\d+)", text) > 0, text
+    return {"scrape": grab(r"then median ([\d.]+) s", text)}
+
+
+def hook_figures(s: Sizes, dsn: str) -> dict[str, float]:
+    text = run(PY, str(BENCH / "bench_hook.py"), "--runs", str(4 * s.repeat), "--isolated",
+               "1", "--burst", "2", "--dsn", dsn)
+    return {"hook": grab(r"down: no server\s+n=\d+\s+min\s+[\d.]+\s+median\s+([\d.]+)", text)}
+
+
+def service_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
+    text = run(PY, str(BENCH / "bench_service.py"), "--dsn", dsn, "--clients",
+               str(s.clients), "--seconds", str(s.seconds), "--n", str(s.repeat),
+               "--venv", str(venv), "--no-netns")
+    return {"service_p99": grab(r"concurrent clients.*service time p50 [\d.]+ ms, p99 "
+                                r"([\d.]+) ms", text)}
+
+
+def startup_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
+    r = json.loads(run(PY, str(BENCH / "bench_startup.py"), "--dsn", dsn, "--venv", str(venv),
+                       "--pairs", str(s.pairs), "--json").strip().splitlines()[-1])
+    out = {}
+    for kind in ("local", "client", "hook"):
+        out[f"startup_{kind}"] = r[kind]["ratio"]
+        out[f"startup_{kind}_ms"] = r[kind]["ms"]
+        out[f"startup_{kind}_cpu"] = r[kind]["cpu_ms"] / r[kind]["floor_cpu_ms"]
+    return out
+
+
+def machine(dsn: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    return (f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]} (start-up: "
+            f"/usr/bin/python3 {_system_python()}), PostgreSQL {row[0] if row else '?'}")
+
+
+def _system_python() -> str:
+    out = subprocess.run(["/usr/bin/python3", "-c", "import sys; print(sys.version.split()[0])"],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+def measure(args: argparse.Namespace, base: str, s: Sizes, only: set[str] | None
+            ) -> dict[str, float]:
+    """Inputs first (dumps, database, venv), then every figure."""
+    from psycopg.conninfo import make_conninfo
+
+    from bench.bench_service import public_venv
+    from bench.dumps import cached_dump
+
+    want: Callable[[str], bool] = lambda group: only is None or group in only  # noqa: E731
+    out = BENCH / "out"
+    dumps = {kind: cached_dump(out, s.entries, "2.16", kind, step=0) for kind in ("OST", "MDT")}
+    for kind in ("OST", "MDT"):
+        cached_dump(out, s.entries, "2.16", kind, step=1)
+    db = "budget_show_small" if s is SMALL else "budget_show"
+    dbs = {"show", "attribution", "top", "scrape", "service", "startup"}
+    if only is None or only & dbs:
+        run(PY, str(BENCH / "bench_show.py"), "build", "--jobs", str(s.jobs), "--days",
+            str(s.days), "--dsn", base, "--db", db)
+    show_dsn = make_conninfo(base, dbname=db)
+    if os.geteuid() == 0 and (want("service") or want("startup")):
+        public_venv(args.venv)
+    print(f"inputs made; load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+    figures: dict[str, float] = {}
+    steps: list[tuple[str, Callable[[], dict[str, float]]]] = [
+        ("parse", lambda: parse_figures(s, dumps)),
+        ("cycle", lambda: cycle_figures(s, fresh_db(base, "budget_cycle"))),
+        ("ingest", lambda: ingest_figures(s, fresh_db(base, "budget_ingest"))),
+        ("show", lambda: show_figures(s, base, db)),
+        ("attribution", lambda: attribution_figures(s, base, db)),
+        ("top", lambda: top_figures(s, show_dsn, s.days)),
+        ("scrape", lambda: scrape_figures(s, show_dsn, s.days)),
+        ("hook", lambda: hook_figures(s, fresh_db(base, "budget_hook"))),
+        ("service", lambda: service_figures(s, show_dsn, args.venv)),
+        ("startup", lambda: startup_figures(s, show_dsn, args.venv)),
+    ]
+    for group, step in steps:
+        if not want(group):
+            continue
+        if group in ("service", "startup") and os.geteuid() != 0:
+            print(f"{group}: needs root, not measured", file=sys.stderr)
+            continue
+        t = time.perf_counter()
+        got = step()
+        figures.update(got)
+        print(f"{group}: {', '.join(f'{k} {fmt(v)}' for k, v in got.items())} "
+              f"({time.perf_counter() - t:.0f} s)", file=sys.stderr, flush=True)
+    return figures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--update", action="store_true", help="write this run to budget.json")
+    ap.add_argument("--markdown", action="store_true",
+                    help="only write bench/README.md's table from budget.json")
+    ap.add_argument("--small", action="store_true", help="tiny inputs; values not judged")
+    ap.add_argument("--dsn", help="a superuser conninfo (default: a throw-away server)")
+    ap.add_argument("--only", help="comma-separated groups: parse,cycle,ingest,show,"
+                    "attribution,top,scrape,hook,service,startup")
+    ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-venv"),
+                    help="the site-like venv of /usr/bin/python3 (made when missing)")
+    ap.add_argument("--json", type=Path, help="also write this run's figures here")
+    args = ap.parse_args()
+    committed = json.loads(COMMITTED.read_text()) if COMMITTED.exists() else {"figures": {}}
+    if args.markdown:
+        write_readme(committed)
+        return 0
+    s = SMALL if args.small else FULL
+    only = set(args.only.split(",")) if args.only else None
+    load = os.getloadavg()[0]
+    server, work = None, None
+    base = args.dsn
+    if base is None:
+        from slurm_io.store.embedded import EmbeddedPostgres
+
+        work = Path(tempfile.mkdtemp(prefix="slurm-io-budget-", dir="/tmp"))
+        work.chmod(0o755)
+        server = EmbeddedPostgres(work / "pg")
+        base = server.ensure()
+    t0 = time.perf_counter()
+    try:
+        where = machine(base)
+        figures = measure(args, base, s, only)
+    finally:
+        if server is not None:
+            server.stop()
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+    doc = {"measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": where,
+           "load": round(load, 2), "load_after": round(os.getloadavg()[0], 2),
+           "small": args.small,
+           "figures": {k: round(v, 4) for k, v in figures.items()}}
+    lines, failed = table(figures, committed["figures"], judge=not args.small)
+    print("\n".join(lines))
+    print(f"({time.perf_counter() - t0:.0f} s; load average {load:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after)")
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    if args.update and not args.small:
+        COMMITTED.write_text(json.dumps(doc, indent=1) + "\n")
+        write_readme(doc)
+        print(f"written: {COMMITTED}, {README}")
+    if failed:
+        print(f"{failed} figure(s) over budget or worse than committed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Every script in bench/ runs here in a small form, so that a refactor that breaks one fails
+the suite instead of leaving a bench nobody can run (issue 25: two benches had rotted).
+
+Each bench runs as a new process exactly as a person runs it (`python bench/x.py ...`),
+on tiny inputs against the session's real PostgreSQL, and must print its figures; their
+values are not judged here (performance is measured by bench/budget.py, never asserted).
+`test_every_bench_has_a_small_form` holds that a new bench gets its small form too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+
+
+def bench(*argv: str, timeout: float = 300) -> str:
+    """stdout of `python bench/ARGV...` from the repository root; it must exit 0."""
+    proc = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert proc.returncode == 0, f"{argv}: exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def show_db(pg_dsn: str) -> str:
+    """A 2-day, 300-job database of bench_show.py build (what the views benches read)."""
+    out = bench("bench/bench_show.py", "build", "--jobs", "300", "--days", "2", "--dsn", pg_dsn,
+                "--db", "small_bench_show")
+    assert re.search(r"[\d,]+ delta rows in", out), out
+    return make_conninfo(pg_dsn, dbname="small_bench_show")
+
+
+@pytest.fixture(scope="module")
+def site_venv(pg_base_dir: Path) -> Path:
+    """The site-like venv of /usr/bin/python3 with this checkout, not editable (as root the
+    service and start-up figures run commands as other accounts, who must reach it)."""
+    sys.path.insert(0, str(REPO))
+    from bench.bench_service import public_venv
+
+    path = pg_base_dir / "site-venv"
+    public_venv(path)
+    return path
+
+
+def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path,
+                                            tmp_path: Path) -> None:
+    """budget.py --small runs bench_parse's timing, bench_cycle (child), bench_ingest,
+    bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook,
+    bench_service and bench_startup, and yields every figure of the budget."""
+    sys.path.insert(0, str(REPO))
+    from bench.budget_rules import FIGURES
+
+    out = tmp_path / "figures.json"
+    bench("bench/budget.py", "--small", "--dsn", pg_dsn, "--venv", str(site_venv),
+          "--json", str(out), timeout=600)
+    figures = json.loads(out.read_text())["figures"]
+    expected = set(FIGURES)
+    if os.geteuid() != 0:  # the service and start-up figures need other accounts
+        expected = {k for k in expected if not k.startswith(("service", "startup"))}
+    assert set(figures) == expected
+    assert all(v > 0 for v in figures.values()), figures
+
+
+def test_bench_parse_small() -> None:
+    out = bench("bench/bench_parse.py", "--entries", "300", "--releases", "2.12,2.16",
+                "--repeat", "1")
+    rows = [ln.split() for ln in out.splitlines()[1:]]
+    assert [r[:2] for r in rows] == [["OST", "2.12"], ["MDT", "2.12"], ["OST", "2.16"],
+                                     ["MDT", "2.16"]]
+    assert all(float(r[3]) > 0 for r in rows)
+
+
+def test_bench_cycle_small(db_dsn: str) -> None:
+    out = bench("bench/bench_cycle.py", "--entries", "500", "--dsn", db_dsn)
+    cycles = [json.loads(ln) for ln in out.splitlines()]
+    assert [c["kind"] for c in cycles] == ["OST", "MDT"]
+    assert all(c["entries"] == 500 and c["rows"] > 0 and c["written"] == 1 for c in cycles)
+
+
+def test_bench_ingest_small(db_dsn: str) -> None:
+    out = bench("bench/bench_ingest.py", "--rows", "2000", "--batch-rows", "1000", "--dsn",
+                db_dsn)
+    assert "rows written          2,000 in 2 batches" in out
+    with psycopg.connect(db_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM jobstats_delta").fetchone() == (2000,)
+
+
+def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:
+    out = bench("bench/bench_views.py", "--dsn", pg_dsn, "--db", "small_bench_show", "--day",
+                "2026-09-22", "--repeat", "1", "--out", str(tmp_path / "daily"))
+    assert re.search(r"LASSi hourly metrics: 2026-09-22 in [\d.]+ s \([1-9][\d,]* job hours",
+                     out), out
+    assert "jobio top --once (wall, new process)" in out
+    assert re.search(r"EXPLAIN query \d+ of \d+: SELECT", out), out
+    assert (tmp_path / "daily" / "index.html").is_file()
+
+
+def test_bench_exporter_latency_small(pg_dsn: str) -> None:
+    out = bench("bench/bench_exporter.py", "latency", "--dsn", pg_dsn, "--runs", "1")
+    assert re.search(r"run 1: data landed -> mail accepted [\d.]+ s", out), out
+
+
+def test_accuracy_small(pg_dsn: str) -> None:
+    """accuracy.py with accuracy_breakdown.py (--breakdown), the three scenarios, 1 h, 8 nodes."""
+    out = bench("bench/accuracy.py", "--scenario", "all", "--hours", "1", "--nodes", "8",
+                "--breakdown", "--dsn", pg_dsn)
+    for name in ("default", "dense", "leaky"):
+        assert re.search(rf"== {name}: \d+ jobs, attributed", out), out
+    assert len(re.findall(r"^byte accuracy\s+\d+\.\d+ %", out, re.M)) == 3
+    assert "ambiguous splits vs oracle" in out
+
+
+def test_fuzz_intake_small(pg_dsn: str) -> None:
+    out = bench("bench/fuzz_intake.py", "--cases", "20", "--dsn", pg_dsn)
+    assert "every record accepted or refused, nothing escaped" in out
+
+
+def test_fuzz_jobstats_small() -> None:
+    out = bench("bench/fuzz_jobstats.py", "--cases", "50")
+    assert re.search(r"cases=50 entries_parsed=\d+ .*exceptions_escaped=0 broken_promises=0",
+                     out), out
+
+
+def test_every_bench_has_a_small_form() -> None:
+    """Each bench/*.py is run by a test here (by name), or by budget.py --small (named in its
+    test's docstring), or is a module the others import (dumps, accuracy_breakdown;
+    budget_rules, whose rules tests/bench/test_budget_rules.py holds)."""
+    text = Path(__file__).read_text()
+    for script in sorted(BENCH.glob("*.py")):
+        if script.name == "__init__.py":
+            continue
+        assert script.stem in text, f"{script.name} has no small form in {__file__}"
+    # the modules only imported: by budget (dumps) and by accuracy --breakdown
+    assert "dumps" in (BENCH / "budget.py").read_text()

@@ -1,0 +1,51 @@
+"""bench/budget.py's judgement (pure): a figure fails over its budget or >15 % worse than the
+committed one, in the direction that is worse for it; the README table is generated."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from bench.budget_rules import BEGIN, END, FIGURES, markdown, table, verdict  # noqa: E402
+
+
+def test_lower_is_better_figure() -> None:
+    assert verdict("hook", 150.0, None) == ""
+    assert verdict("hook", 201.0, None) == "over budget"
+    assert verdict("hook", 114.0, 100.0) == ""  # 14 % worse: within the tolerance
+    assert verdict("hook", 116.0, 100.0) == "16 % worse than committed"
+    assert verdict("hook", 250.0, 100.0) == "over budget, 150 % worse than committed"
+
+
+def test_higher_is_better_figure() -> None:
+    assert verdict("parse_ost", 120.0, None) == ""
+    assert verdict("parse_ost", 99.0, None) == "over budget"
+    assert verdict("parse_ost", 120.0, 130.0) == ""  # 8 % slower
+    assert verdict("parse_ost", 110.0, 130.0) == "18 % worse than committed"
+
+
+def test_figure_without_budget_is_compared_with_committed_only() -> None:
+    assert FIGURES["show_process"].budget is None
+    assert verdict("show_process", 10_000.0, None) == ""
+    assert verdict("show_process", 130.0, 100.0) == "30 % worse than committed"
+
+
+def test_table_counts_failures_and_small_runs_judge_nothing() -> None:
+    figures = {"hook": 300.0, "parse_ost": 150.0}
+    lines, failed = table(figures, {"parse_ost": 140.0}, judge=True)
+    assert failed == 1 and len(lines) == 3
+    assert lines[1].endswith("ok") and lines[2].endswith("over budget")  # FIGURES' order
+    assert table(figures, {}, judge=False)[1] == 0
+
+
+def test_markdown_is_one_row_per_measured_figure_between_markers() -> None:
+    doc = {"measured": "2026-11-25 19:00 UTC", "machine": "2 CPUs", "load": 1.0,
+           "figures": {"hook": 31.0, "scrape": 0.28}}
+    text = markdown(doc)
+    assert text.startswith(BEGIN) and text.endswith(END)
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "---" not in ln]
+    assert rows[1:] == ["| exporter scrape (GET /metrics), median | s | 0.28 | ≤ 1 |",
+                        "| hook, everything down, median | ms | 31.0 | ≤ 200 |"]
