@@ -134,8 +134,12 @@ def fuzz_spool(conn: psycopg.Connection, cases: int, rnd: random.Random,
                 if _problem_count(conn) - before != len(result.bad):
                     r["uncounted"] += 1
             conn.commit()
-            for name in os.listdir(spool):
-                os.unlink(os.path.join(spool, name))
+            for name in os.listdir(spool):  # the round's files and what the spool kept
+                path = os.path.join(spool, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
             done += n
     finally:
         shutil.rmtree(spool, ignore_errors=True)
