@@ -1,0 +1,172 @@
+"""The exporter's HTTP door, bounded: whoever reaches its port (anyone on the network when
+`exporter.listen` is not loopback) costs it a bounded amount of time, memory and threads.
+
+prometheus_client's own `start_http_server` is a thread per connection with no socket
+timeout: a client that connects and says nothing holds a thread for ever, a few thousand such
+connections hold a few thousand threads, and a request head may be read up to 100 lines of
+64 KiB each. Here, on the same WSGI application:
+
+- a **deadline for the request head** (10 s from accept, not per read: one byte every few
+  seconds does not keep it alive) and one for the **whole exchange** (60 s, a client that
+  never reads the answer): the socket is shut down when it passes;
+- at most 16 KiB are ever read from a connection (a scrape is a GET without a body);
+- at most 32 connections at once, 4 of them from one address; one more is closed at once,
+  before a thread is started for it or a byte read.
+
+(`Limits` holds these; a test passes shorter ones.)
+
+Prometheus scrapes one target with one connection at a time, so the caps never meet it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds of the door (docs/exporter.md, docs/security.md)."""
+
+    head_deadline: float = 10.0  # seconds from accept to the end of the request head
+    exchange_deadline: float = 60.0  # seconds from accept to the last byte of the answer
+    head_max: int = 16 * 1024  # bytes read from one connection, at most
+    max_connections: int = 32
+    max_per_peer: int = 4
+
+
+LIMITS = Limits()
+
+
+class _CappedReader:
+    """A file's readline/read that give EOF once `cap` bytes have been read in all."""
+
+    def __init__(self, raw: Any, cap: int) -> None:
+        self.raw, self.left = raw, cap
+
+    def readline(self, size: int = -1) -> bytes:
+        n = self.left if size is None or size < 0 else min(size, self.left)
+        data: bytes = self.raw.readline(n) if n > 0 else b""
+        self.left -= len(data)
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        n = self.left if size is None or size < 0 else min(size, self.left)
+        data: bytes = self.raw.read(n) if n > 0 else b""
+        self.left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _cut(sock: socket.socket) -> None:
+    """Stop a connection whose deadline passed: its blocked read or write returns at once."""
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(WSGIRequestHandler):
+    """One request per connection (HTTP/1.0), within the deadlines and the byte cap."""
+
+    server: BoundedServer
+
+    def setup(self) -> None:
+        lim = self.server.limits
+        self.timeout = lim.head_deadline  # per read too: no read outlives the head's deadline
+        super().setup()
+        self.rfile = _CappedReader(self.rfile, lim.head_max)  # type: ignore[assignment]
+        self._head = threading.Timer(lim.head_deadline, _cut, (self.connection,))
+        self._whole = threading.Timer(lim.exchange_deadline, _cut, (self.connection,))
+        for t in (self._head, self._whole):
+            t.daemon = True
+            t.start()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok and self.rfile.left <= 0:  # type: ignore[attr-defined]  # the cap, not the end
+            self.send_error(431, "Request Header Fields Too Large")
+            return False
+        if ok:
+            self._head.cancel()  # the head is in: the scrape may take its time
+            self.connection.settimeout(self.server.limits.exchange_deadline)
+        return ok
+
+    def finish(self) -> None:
+        self._head.cancel()
+        self._whole.cancel()
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silent, like prometheus_client's own handler: a scrape is not news."""
+
+
+class BoundedServer(ThreadingMixIn, WSGIServer):
+    """A thread per connection, but never more than `limits.max_connections` at once, nor
+    `limits.max_per_peer` from one address."""
+
+    daemon_threads = True
+    block_on_close = False
+    limits = LIMITS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._slots = Counter[str]()
+        self._lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        peer = str(client_address[0])
+        with self._lock:
+            full = (sum(self._slots.values()) >= self.limits.max_connections
+                    or self._slots[peer] >= self.limits.max_per_peer)
+            if not full:
+                self._slots[peer] += 1
+        if full:
+            self.shutdown_request(request)  # refused before any thread or read
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._release(peer)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release(str(client_address[0]))
+
+    def _release(self, peer: str) -> None:
+        with self._lock:
+            self._slots[peer] -= 1
+            if self._slots[peer] <= 0:
+                del self._slots[peer]
+
+    def connections(self) -> int:
+        """Connections being served now (for tests and the log)."""
+        with self._lock:
+            return sum(self._slots.values())
+
+
+def start(app: Callable[..., Any], host: str, port: int, limits: Limits = LIMITS
+          ) -> tuple[BoundedServer, threading.Thread]:
+    """Serve the WSGI `app` on host:port (IPv4 or IPv6) in a daemon thread."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+
+    class _Server(BoundedServer):
+        address_family = family
+
+    _Server.limits = limits
+
+    httpd = _Server((host, port), _Handler)
+    httpd.set_app(app)
+    t = threading.Thread(target=httpd.serve_forever, name="exporter-http", daemon=True)
+    t.start()
+    return httpd, t
