@@ -110,3 +110,20 @@ def header(value: str | bytes, limit: int = 200) -> str:
     """
     s = _LINE_BREAKING.sub(" ", clean(value)).strip()
     return s if len(s) <= limit else s[: max(0, limit - 1)] + "\u2026"
+
+
+_LOG_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def log_text(value: str) -> str:
+    """`clean(value)` fit for one line of a log: every control or line-breaking character
+    (newline and CR included, tab kept) as `\\xHH`. A log record's message goes through it, so
+    that text a user chose (a job name, a request path) can never start a line that reads as
+    another record (journald cuts a daemon's stderr at each newline)."""
+    return _LOG_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", clean(value))
+
+
+def log_continuation(text: str) -> str:
+    """A traceback or stack under a log record: each line kept (they are the program's), but
+    indented by `  | ` and cleaned like `log_text`, so that none reads as a record of its own."""
+    return "\n".join("  | " + log_text(line) for line in text.split("\n"))

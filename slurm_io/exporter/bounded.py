@@ -10,8 +10,8 @@ connections hold a few thousand threads, and a request head may be read up to 10
   seconds does not keep it alive) and one for the **whole exchange** (60 s, a client that
   never reads the answer): the socket is shut down when it passes;
 - at most 16 KiB are ever read from a connection (a scrape is a GET without a body);
-- at most 32 connections at once, 4 of them from one address; one more is closed at once,
-  before a thread is started for it or a byte read.
+- at most 128 connections at once, 4 of them from one address; one more is closed at once,
+  before a thread is started for it or a byte read. One thread watches every deadline.
 
 (`Limits` holds these; a test passes shorter ones.)
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,11 +39,12 @@ class Limits:
     head_deadline: float = 10.0  # seconds from accept to the end of the request head
     exchange_deadline: float = 60.0  # seconds from accept to the last byte of the answer
     head_max: int = 16 * 1024  # bytes read from one connection, at most
-    max_connections: int = 32
+    max_connections: int = 128
     max_per_peer: int = 4
 
 
 LIMITS = Limits()
+REAP_EVERY = 0.25  # seconds between two looks at the deadlines
 
 
 class _CappedReader:
@@ -83,25 +85,22 @@ class _Handler(WSGIRequestHandler):
         self.timeout = lim.head_deadline  # per read too: no read outlives the head's deadline
         super().setup()
         self.rfile = _CappedReader(self.rfile, lim.head_max)  # type: ignore[assignment]
-        self._head = threading.Timer(lim.head_deadline, _cut, (self.connection,))
-        self._whole = threading.Timer(lim.exchange_deadline, _cut, (self.connection,))
-        for t in (self._head, self._whole):
-            t.daemon = True
-            t.start()
+        self._accepted = time.monotonic()
+        self.server.watch(self.connection, self._accepted + lim.head_deadline)
 
     def parse_request(self) -> bool:
         ok = super().parse_request()
         if ok and self.rfile.left <= 0:  # type: ignore[attr-defined]  # the cap, not the end
             self.send_error(431, "Request Header Fields Too Large")
             return False
-        if ok:
-            self._head.cancel()  # the head is in: the scrape may take its time
-            self.connection.settimeout(self.server.limits.exchange_deadline)
+        if ok:  # the head is in: the scrape may take its time, up to the exchange's deadline
+            lim = self.server.limits
+            self.server.watch(self.connection, self._accepted + lim.exchange_deadline)
+            self.connection.settimeout(lim.exchange_deadline)
         return ok
 
     def finish(self) -> None:
-        self._head.cancel()
-        self._whole.cancel()
+        self.server.unwatch(self.connection)
         super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -114,12 +113,39 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 256  # the listen backlog (socketserver's default is 5)
     limits = LIMITS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._slots = Counter[str]()
         self._lock = threading.Lock()
+        self._deadlines: dict[socket.socket, float] = {}
+        self._closing = threading.Event()
         super().__init__(*args, **kwargs)
+        # one thread cuts every connection past its deadline (not a timer per connection)
+        threading.Thread(target=self._reap, name="exporter-deadlines", daemon=True).start()
+
+    def watch(self, sock: socket.socket, deadline: float) -> None:
+        with self._lock:
+            self._deadlines[sock] = deadline
+
+    def unwatch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._deadlines.pop(sock, None)
+
+    def _reap(self) -> None:
+        while not self._closing.wait(REAP_EVERY):
+            now = time.monotonic()
+            with self._lock:
+                late = [s for s, t in self._deadlines.items() if t <= now]
+                for s in late:
+                    del self._deadlines[s]
+            for s in late:
+                _cut(s)
+
+    def server_close(self) -> None:
+        self._closing.set()
+        super().server_close()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         peer = str(client_address[0])

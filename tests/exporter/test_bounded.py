@@ -66,13 +66,17 @@ def _closed_by_server(s: socket.socket, within: float = WAIT) -> bool:
 
 
 def _still_open(s: socket.socket) -> bool:
-    s.settimeout(0.2)
+    """Whether the server has neither closed nor answered `s` yet (asked without waiting)."""
+    s.setblocking(False)
     try:
         return s.recv(1) != b""
-    except TimeoutError:
+    except BlockingIOError:
         return True
     except OSError:
         return False
+    finally:
+        s.setblocking(True)
+        s.settimeout(WAIT)
 
 
 def test_silent_clients_are_capped_per_address_and_cut_at_the_head_deadline(exporter):
