@@ -10,8 +10,11 @@ connections hold a few thousand threads, and a request head may be read up to 10
   seconds does not keep it alive) and one for the **whole exchange** (60 s, a client that
   never reads the answer): the socket is shut down when it passes;
 - at most 16 KiB are ever read from a connection (a scrape is a GET without a body);
-- at most 128 connections at once, 4 of them from one address; one more is closed at once,
-  before a thread is started for it or a byte read. One thread watches every deadline.
+- at most 4 connections from one address (one more is closed at once, before a thread is
+  started for it or a byte read) and 128 in all: when all are taken, a new connection takes
+  the slot of the one that has waited longest for its head (an honest scrape sends its head
+  at once), so that many addresses holding silent connections never lock Prometheus out.
+  One thread watches every deadline.
 
 (`Limits` holds these; a test passes shorter ones.)
 
@@ -21,10 +24,10 @@ Prometheus scrapes one target with one connection at a time, so the caps never m
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
@@ -44,6 +47,7 @@ class Limits:
 
 
 LIMITS = Limits()
+log = logging.getLogger("slurm_io.exporter")
 REAP_EVERY = 0.25  # seconds between two looks at the deadlines
 
 
@@ -95,6 +99,7 @@ class _Handler(WSGIRequestHandler):
             return False
         if ok:  # the head is in: the scrape may take its time, up to the exchange's deadline
             lim = self.server.limits
+            self.server.head_done(self.connection)
             self.server.watch(self.connection, self._accepted + lim.exchange_deadline)
             self.connection.settimeout(lim.exchange_deadline)
         return ok
@@ -107,9 +112,20 @@ class _Handler(WSGIRequestHandler):
         """Silent, like prometheus_client's own handler: a scrape is not news."""
 
 
+class _Conn:
+    """A connection being served: where from, since when, whether its head is still due."""
+
+    __slots__ = ("accepted", "in_head", "peer")
+
+    def __init__(self, peer: str, accepted: float) -> None:
+        self.peer, self.accepted, self.in_head = peer, accepted, True
+
+
 class BoundedServer(ThreadingMixIn, WSGIServer):
-    """A thread per connection, but never more than `limits.max_connections` at once, nor
-    `limits.max_per_peer` from one address."""
+    """A thread per connection, never more than `limits.max_per_peer` from one address and
+    `limits.max_connections` in all. When all are taken, a new connection takes the slot of
+    the connection that has waited longest for its request head (an honest scrape sends its
+    head at once, so it is never that one); with no such connection it is closed."""
 
     daemon_threads = True
     block_on_close = False
@@ -117,7 +133,7 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
     limits = LIMITS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._slots = Counter[str]()
+        self._conns: dict[Any, _Conn] = {}
         self._lock = threading.Lock()
         self._deadlines: dict[socket.socket, float] = {}
         self._closing = threading.Event()
@@ -132,6 +148,12 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
     def unwatch(self, sock: socket.socket) -> None:
         with self._lock:
             self._deadlines.pop(sock, None)
+
+    def head_done(self, sock: socket.socket) -> None:
+        with self._lock:
+            c = self._conns.get(sock)
+            if c is not None:
+                c.in_head = False
 
     def _reap(self) -> None:
         while not self._closing.wait(REAP_EVERY):
@@ -149,36 +171,55 @@ class BoundedServer(ThreadingMixIn, WSGIServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         peer = str(client_address[0])
+        victim = None
         with self._lock:
-            full = (sum(self._slots.values()) >= self.limits.max_connections
-                    or self._slots[peer] >= self.limits.max_per_peer)
-            if not full:
-                self._slots[peer] += 1
-        if full:
+            mine = sum(1 for c in self._conns.values() if c.peer == peer)
+            ok = mine < self.limits.max_per_peer
+            if ok and len(self._conns) >= self.limits.max_connections:
+                waiting = [(c.accepted, i, s) for i, (s, c) in enumerate(self._conns.items())
+                           if c.in_head]
+                if waiting:
+                    victim = min(waiting)[2]
+                    del self._conns[victim]  # its slot is this connection's from now on
+                    self._deadlines.pop(victim, None)
+                else:
+                    ok = False
+            if ok:
+                self._conns[request] = _Conn(peer, time.monotonic())
+        if victim is not None:
+            _cut(victim)
+        if not ok:
             self.shutdown_request(request)  # refused before any thread or read
             return
         try:
             super().process_request(request, client_address)
         except Exception:
-            self._release(peer)
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._release(str(client_address[0]))
+            self._release(request)
 
-    def _release(self, peer: str) -> None:
+    def _release(self, request: Any) -> None:
         with self._lock:
-            self._slots[peer] -= 1
-            if self._slots[peer] <= 0:
-                del self._slots[peer]
+            self._conns.pop(request, None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection cut at its deadline, or reset by its client, is no news; anything
+        else is one line in the log, never a traceback on stderr per connection."""
+        import sys
+
+        e = sys.exc_info()[1]
+        if not isinstance(e, OSError):
+            log.warning("exporter: %s from %s: %s", type(e).__name__, client_address[0], e)
 
     def connections(self) -> int:
         """Connections being served now (for tests and the log)."""
         with self._lock:
-            return sum(self._slots.values())
+            return len(self._conns)
 
 
 def start(app: Callable[..., Any], host: str, port: int, limits: Limits = LIMITS
