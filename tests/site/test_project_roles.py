@@ -23,12 +23,43 @@ from psycopg import sql
 from slurm_io.store import accounts
 from tests.privacy.test_privacy import _run_admin_tool
 from tests.site.conftest import Site, run_as
-from tests.site.test_service import Service, service  # noqa: F401  (the running service)
+from tests.site.services import (
+    ensure_service_account,
+    free_port,
+    private_munged,
+    running_service,
+    self_signed_cert,
+)
+from tests.site.test_service import SERVICE_ACCOUNT, Service
 
 pytestmark = [pytest.mark.pg]
 PROJECT_NAMES = ("slurmio", "slurm_hook")
 SITE_HOOK = "hookacct"  # a hook role of a site's own naming
 ACCOUNTS = (*PROJECT_NAMES, SITE_HOOK)
+
+
+@pytest.fixture(scope="module")
+def service(site: Site) -> Iterator[Service]:
+    """`jobio serve` as in tests/site/test_service.py, in a directory of its own."""
+    ensure_service_account(SERVICE_ACCOUNT)
+    with psycopg.connect(site.superuser_dsn, autocommit=True) as conn:
+        if conn.execute("SELECT FROM pg_roles WHERE rolname = %s",
+                        (SERVICE_ACCOUNT,)).fetchone() is None:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE jobio_service").format(
+                sql.Identifier(SERVICE_ACCOUNT)))
+    base = site.dir / "service-roles"
+    base.mkdir()
+    base.chmod(0o755)
+    cert, key = self_signed_cert(base, SERVICE_ACCOUNT)
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    with private_munged(base, "munge") as sock, private_munged(base, "forger") as forger:
+        cfg = site.config("service-roles", f'dsn = "{site.user_dsn}"\n[munge]\n'
+                          f'socket = "{sock}"\n[service]\nlisten = "127.0.0.1"\n'
+                          f'tls_cert = "{cert}"\ntls_key = "{key}"\n')
+        with running_service(site.jobio, SERVICE_ACCOUNT, cfg, port, url, cert,
+                             base / "service.log"):
+            yield Service(site, url, cert, sock, forger)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +125,7 @@ def test_db_users_refuses_the_projects_own_roles_in_one_line(site: Site, hostile
 
 @pytest.mark.parametrize("name", PROJECT_NAMES)
 def test_through_the_service_an_account_named_like_a_project_role_reads_nothing(
-        service: Service, hostile, name):  # noqa: F811
+        service: Service, hostile, name):
     proc = service.run(name, "8301")
     assert proc.returncode == 1, proc.stdout
     assert proc.stdout == "" and "Traceback" not in proc.stderr
@@ -104,7 +135,7 @@ def test_through_the_service_an_account_named_like_a_project_role_reads_nothing(
 
 
 def test_the_service_refuses_a_hook_role_an_older_db_users_granted(
-        service: Service, hostile):  # noqa: F811
+        service: Service, hostile):
     """What `jobio db users hookacct` did before issue 18, done by hand: the service must not
     act as that role even so (a site upgrading keeps such grants until it revokes them)."""
     site = service.site
@@ -133,7 +164,7 @@ def test_the_service_refuses_a_hook_role_an_older_db_users_granted(
             conn.execute("DELETE FROM jobio_account WHERE rolname = %s", (SITE_HOOK,))
 
 
-def test_alice_still_reads_her_own_job_through_the_service(service: Service,  # noqa: F811
+def test_alice_still_reads_her_own_job_through_the_service(service: Service,
                                                             hostile) -> None:
     proc = service.run("alice", "8101")
     assert proc.returncode == 0, proc.stderr
