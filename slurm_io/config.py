@@ -274,7 +274,7 @@ def load(explicit: Path | None = None) -> Config:
         try:
             with open(path, "rb") as f:
                 values = _flatten(tomllib.load(f))
-        except (OSError, tomllib.TOMLDecodeError) as e:
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:  # not UTF-8
             raise ConfigError(f"{path}: {e}") from e
     kw: dict[str, Any] = {"source": path}
     for key, value in values.items():

@@ -41,6 +41,10 @@ codecs.register_error(_ERRORS, _hex_escape)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Everything that may end a line somewhere: C0 and C1 controls, DEL, and the Unicode line and
+# paragraph separators (str.splitlines() splits on \x1c-\x1e, \x85, U+2028 and U+2029 too,
+# and so does the email package before it refuses a header).
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def _surrogate_bytes(s: str) -> bytes:
@@ -92,3 +96,34 @@ def needs_cleaning(value: str) -> bool:
 def display(value: str) -> str:
     """`clean(value)` with control characters shown as `\\xHH` (tab and newline kept)."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", clean(value))
+
+
+def header(value: str | bytes, limit: int = 200) -> str:
+    """`value` as one line fit for a mail header (Subject, a name in From): `clean(value)`
+    with every run of control or line-breaking characters made one space, stripped, and cut
+    to `limit` characters (an ellipsis ends a cut one).
+
+    A job name is the user's text and may hold a newline, a CR or any other byte; put into a
+    header raw it either forges a header or makes the email package refuse the whole
+    message, which used to stop every other user's alert. Applied to every header a mail of
+    slurm-io carries whose value comes from a job or from configuration.
+    """
+    s = _LINE_BREAKING.sub(" ", clean(value)).strip()
+    return s if len(s) <= limit else s[: max(0, limit - 1)] + "\u2026"
+
+
+_LOG_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def log_text(value: str) -> str:
+    """`clean(value)` fit for one line of a log: every control or line-breaking character
+    (newline and CR included, tab kept) as `\\xHH`. A log record's message goes through it, so
+    that text a user chose (a job name, a request path) can never start a line that reads as
+    another record (journald cuts a daemon's stderr at each newline)."""
+    return _LOG_UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}", clean(value))
+
+
+def log_continuation(text: str) -> str:
+    """A traceback or stack under a log record: each line kept (they are the program's), but
+    indented by `  | ` and cleaned like `log_text`, so that none reads as a record of its own."""
+    return "\n".join("  | " + log_text(line) for line in text.split("\n"))

@@ -21,6 +21,7 @@ message that can be shown to a person as it is.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -51,7 +52,24 @@ HINT = ("try 2026-11-20T08:00, 11/20, 1120, 08:00, today, noon, now-1day "
 
 
 def parse_time(text: str, now: float | None = None) -> float:
-    """Unix time of a sacct-style time (see the module docstring); ValueError if it is none."""
+    """Unix time of a sacct-style time (see the module docstring); ValueError if it is none,
+    or if it is no moment between years 1 and 9999 (`uts` with 400 digits is infinity,
+    `now+99999999999days` overflows; Python's datetime, and so every later step, holds
+    neither)."""
+    try:
+        t = _parse_time(text, now)
+    except OverflowError as e:
+        raise ValueError(f"time {text!r} is out of range ({HINT})") from e
+    if not (math.isfinite(t) and _MIN_TIME <= t <= _MAX_TIME):
+        raise ValueError(f"time {text!r} is out of range: years 1 to 9999 ({HINT})")
+    return t
+
+
+_MIN_TIME = -62_135_596_800.0  # 0001-01-01T00:00:00Z
+_MAX_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z
+
+
+def _parse_time(text: str, now: float | None) -> float:
     now = time.time() if now is None else now
     s = text.strip().lower()
     if not s:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slurm_io.text import clean, display, needs_cleaning
+from slurm_io.text import clean, display, header, needs_cleaning
 
 
 def test_valid_utf8_is_kept_exactly_with_controls_and_backslashes() -> None:
@@ -45,3 +45,22 @@ def test_any_bytes_give_valid_utf8_without_nul(data: bytes) -> None:
 def test_text_without_nul_or_surrogates_is_unchanged(s: str) -> None:
     if "\x00" not in s:
         assert clean(s) == s
+
+
+def test_header_is_one_bounded_line_whatever_the_name() -> None:
+    assert header("nl\nname\r\nBcc: x@y") == "nl name Bcc: x@y"
+    assert header("a\u2028b\x85c\x1cd\u2029e\x00f") == "a b c d e\\x00f"
+    assert header(b"x\xffy") == "x\\xffy"
+    assert header("  ") == ""
+    assert header("y" * 500, 60) == "y" * 59 + "\u2026"
+
+
+@given(st.one_of(st.text(), st.binary()), st.integers(1, 300))
+def test_a_header_value_never_breaks_a_line(value: str | bytes, limit: int) -> None:
+    from email.message import EmailMessage
+
+    h = header(value, limit)
+    assert len(h) <= limit and len(h.splitlines()) <= 1
+    msg = EmailMessage()
+    msg["Subject"] = h  # the email package refuses anything that would break the line
+    assert msg.as_bytes().count(b"\nSubject") == 0

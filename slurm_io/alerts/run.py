@@ -27,7 +27,9 @@ from slurm_io.mail.builder import MailSettings, template_env
 from slurm_io.mail.recipients import address_for, valid_address
 from slurm_io.notify.reporter import smtp_settings
 from slurm_io.notify.smtp import OutcomeUnknown, Session, Undelivered
-from slurm_io.store.errors import UniqueViolation
+from slurm_io.store import problems
+from slurm_io.store.errors import DatabaseError, UniqueViolation
+from slurm_io.text import header
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -67,21 +69,24 @@ def render(cfg: Config, w: R.JobWindow, findings: list[R.Finding], rules: R.Rule
         read=view.fmt_size(w.totals.get("read_bytes", 0)),
         written=view.fmt_size(w.totals.get("write_bytes", 0)),
         admin=cfg.alerts_admin)
-    sender = cfg.mail_from or f"slurm-io@{socket.getfqdn()}"
+    sender = header(cfg.mail_from or f"slurm-io@{socket.getfqdn()}", 998)
     msg = EmailMessage()
+    # every header through the mail header rule (slurm_io.text.header): the job name is the
+    # user's text, and one raw newline in it used to stop every other user's alert
     msg["From"] = sender
-    msg["To"] = ", ".join(to)
-    if cfg.alerts_admin:
-        msg["Cc"] = cfg.alerts_admin
-    name = f" ({w.name})" if w.name else ""
-    msg["Subject"] = f"Your running job {w.jobid}{name} is straining the file system: " + \
-        "; ".join(f.kind.replace("_", " ") for f in findings)
+    msg["To"] = header(", ".join(to), 998)
+    if cfg.alerts_admin and valid_address(cfg.alerts_admin):
+        msg["Cc"] = header(cfg.alerts_admin, 998)
+    name = f" ({header(w.name, 60)})" if w.name and header(w.name, 60) else ""
+    msg["Subject"] = header(f"Your running job {header(w.jobid, 40)}{name} is straining the "
+                            "file system: " + "; ".join(f.kind.replace("_", " ")
+                                                        for f in findings), 400)
     msg["Date"] = formatdate(localtime=False)
-    domain = sender.rpartition("@")[2].strip(">") or "localhost"
-    msg["Message-ID"] = make_msgid(f"jobio-alert-{w.job}", domain=domain)
+    domain = header(sender.rpartition("@")[2].strip(">"), 253).replace(" ", "") or "localhost"
+    msg["Message-ID"] = make_msgid(f"jobio-alert-{int(w.job)}", domain=domain)
     msg["Auto-Submitted"] = "auto-generated"
-    msg["X-Jobio-Job"] = str(w.job)
-    msg["X-Jobio-Alert"] = ",".join(f.kind for f in findings)
+    msg["X-Jobio-Job"] = str(int(w.job))
+    msg["X-Jobio-Alert"] = header(",".join(f.kind for f in findings))
     msg.set_content(text)
     return msg
 
@@ -104,12 +109,53 @@ def check(conn: Connection, cfg: Config, *, at: float | None = None,
         for w in wins:
             findings = [f for f in R.check(w, rules, base) if (w.job, f.kind) not in done]
             if findings:
-                out.append(_alert(conn, cfg, w, findings, rules, at, day_start, dry_run,
-                                  session))
+                out.append(_isolated(conn, cfg, w, findings, rules, at, day_start, dry_run,
+                                     session))
     finally:
         if own and session is not None:
             session.close()
     return out
+
+
+def _isolated(conn: Connection, cfg: Config, w: R.JobWindow,
+              findings: list[R.Finding], rules: R.Rules, at: float, day_start: float,
+              dry_run: bool, session: Session | None) -> Outcome:
+    """One job's alert, whatever goes wrong with it: an error of this job (its text, a site
+    template, a row the database refuses) is logged as a `failed` attempt (the next pass tries
+    again), recorded once in the quarantine (`jobio problems`, source `alerts`) and never
+    stops the alerts of the other jobs of the pass."""
+    try:
+        return _alert(conn, cfg, w, findings, rules, at, day_start, dry_run, session)
+    except Exception as e:  # per-job isolation is the point
+        reason = header(f"{type(e).__name__}: {e}", 1000)
+        conn.rollback()
+        if session is not None:
+            session.abort()
+        names = [f.kind for f in findings]
+        if not dry_run:
+            _record_problem(conn, w, findings, reason)
+        return Outcome(w.jobid, w.user, names, "problem", error=reason)
+
+
+def _record_problem(conn: Connection, w: R.JobWindow, findings: list[R.Finding],
+                    reason: str) -> None:
+    """A `failed` row per kind (shown by --list, retried next pass) and, the first time this
+    job fails for this reason, a row in the quarantine: a job that fails on every pass is one
+    problem, not one per pass."""
+    try:
+        first = not q.failed_before(conn, w.job, reason)
+        q.log(conn, w, [(f.kind, {"summary": f.summary}) for f in findings], "failed",
+              recipients=[], message_id=None, error=reason)
+        if first:
+            problems.record(conn, [problems.Problem(
+                "alerts", reason, f"job {w.jobid}",
+                f"job {w.jobid} user {w.user} name {w.name!r}",
+                lost=f"the alert of job {w.jobid} ({', '.join(f.kind for f in findings)})")])
+        conn.commit()
+    except DatabaseError as e:  # the database itself refused: the log line is what is left
+        conn.rollback()
+        log.error("alert for job %s: could not record the problem: %s", header(w.jobid),
+                  header(str(e)))
 
 
 def _alert(conn: Connection, cfg: Config, w: R.JobWindow, findings: list[R.Finding],

@@ -83,6 +83,12 @@ def already(conn: psycopg.Connection, jobs: list[int]) -> set[tuple[int, str]]:
         "SELECT job, kind FROM alert_log WHERE job = ANY(%s) AND state <> 'failed'", (jobs,))}
 
 
+def failed_before(conn: psycopg.Connection, job: int, error: str) -> bool:
+    """Whether an attempt of this job already failed with this error (recorded once)."""
+    return conn.execute("SELECT 1 FROM alert_log WHERE job = %s AND state = 'failed' "
+                        "AND error = %s LIMIT 1", (job, error)).fetchone() is not None
+
+
 def mails_today(conn: psycopg.Connection, user: str, day_start: float) -> int:
     """Alert mails of the user since the start of the (UTC) day: one per message."""
     row = conn.execute(

@@ -10,6 +10,7 @@ import click
 
 from slurm_io.cli.app import connect_db, main, parse_time_arg
 from slurm_io.config import Config
+from slurm_io.text import display
 
 
 def _time(value: str | None, default: float, hint: str) -> float:
@@ -63,5 +64,9 @@ def alerts_cmd(cfg: Config, dry_run: bool, at: str | None, listing: bool, since:
                        + (f" ({o.error})" if o.error else ""))
         if not outcomes:
             click.echo("no running job needs an alert")
+    for o in outcomes:
+        if o.state == "problem":  # quarantined, as intakes do: the exit status stays 0
+            click.echo(f"jobio: alert of job {display(o.job)}: {o.error} (see jobio "
+                       "problems)", err=True)
     if any(o.state == "failed" for o in outcomes):
         sys.exit(1)

@@ -25,6 +25,7 @@ from slurm_io import config as config_mod
 from slurm_io.cli import extras
 from slurm_io.config import Config, ConfigError
 from slurm_io.jobs.spec import JOBID_ARG  # the commands import it from here
+from slurm_io.text import log_continuation, log_text
 
 TRACEBACK_ENV = "SLURM_IO_TRACEBACK"
 # click >= 8.2 raises this usage error to print a group's help when no command is given
@@ -107,10 +108,31 @@ def _one_line(ctx: click.Context, e: Exception) -> JobioError:
     return JobioError(message + ("" if ctx.params.get("verbose") else "  (-v: traceback)"))
 
 
+class OneLineRecords(logging.Formatter):
+    """Every log record is one line whatever its arguments held (slurm_io.text.log_text);
+    a traceback follows on lines marked `  | `. Logs are a door too (docs/security.md): a
+    job name or a request path with a newline once wrote a well-formed false record."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        saved = record.message
+        record.message = log_text(saved)
+        try:
+            return super().formatMessage(record)
+        finally:
+            record.message = saved
+
+    def formatException(self, ei: Any) -> str:
+        return log_continuation(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return log_continuation(super().formatStack(stack_info))
+
+
 def _setup_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * verbose if verbose else logging.INFO
-    logging.basicConfig(level=max(level, logging.DEBUG), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineRecords("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=max(level, logging.DEBUG), handlers=[handler])
 
 
 @click.group(cls=JobioGroup, context_settings={"help_option_names": ["-h", "--help"]})

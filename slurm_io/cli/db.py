@@ -150,7 +150,10 @@ def db_users(cfg: Config, all_passwd: bool, admin_group: str | None,
         click.echo(f"skipped {name}: {reason}", err=True)
     click.echo(f"{len(wanted) + len(admin_entries)} account(s) checked, "
                f"{len(result.created)} role(s) created")
-    if unknown:
+    # a name given on the command line that was refused (a role of slurm-io itself, one
+    # that holds more than a user's rights): the admin asked for it, so the exit says no.
+    # --all-passwd only reports them, so that one odd passwd entry fails no hourly cron run.
+    if unknown or any(name in users for name, _ in result.skipped):
         sys.exit(1)
 
 

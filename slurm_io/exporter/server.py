@@ -107,7 +107,13 @@ def registry(collector: DatabaseCollector) -> CollectorRegistry:
 
 
 def serve(collector: DatabaseCollector, host: str, port: int) -> Any:
-    """Start the HTTP endpoint (/metrics) in a daemon thread; returns (server, thread)."""
-    from prometheus_client import start_http_server
+    """Start the HTTP endpoint (/metrics) in a daemon thread; returns (server, thread).
 
-    return start_http_server(port, addr=host, registry=registry(collector))
+    prometheus_client's WSGI application behind our bounded server (exporter/bounded.py:
+    deadlines, a byte cap and connection caps), not its `start_http_server`, which gives
+    every connection a thread with no timeout."""
+    from prometheus_client import make_wsgi_app
+
+    from slurm_io.exporter import bounded
+
+    return bounded.start(make_wsgi_app(registry(collector)), host, port)

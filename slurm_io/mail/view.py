@@ -18,7 +18,6 @@ Advice rules (thresholds in `Thresholds`, configurable under `[mail.advice]`):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -58,6 +57,7 @@ from slurm_io.mail.view_model import (
     Thresholds,
 )
 from slurm_io.report.counters import human_bytes
+from slurm_io.text import header
 
 _THRESHOLDS = Thresholds()  # the defaults (a frozen value, shared)
 
@@ -102,9 +102,9 @@ __all__ = [
 
 
 def _clean(text: Any, limit: int = 80) -> str:
-    """One line of printable text (job names go into the Subject header)."""
-    s = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text)).strip()
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    """One line of printable text (job names go into the Subject header): the mail header
+    rule of slurm_io.text, which also breaks no line on U+2028 or a C1 control."""
+    return header(str(text), limit)
 
 
 def _iso_label(iso: str | None) -> str:

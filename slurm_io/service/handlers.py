@@ -23,6 +23,7 @@ from slurm_io.config import Config
 from slurm_io.service import sql as service_sql
 from slurm_io.service.protocol import SCHEMA
 from slurm_io.service.requests import MailRequest, ReportRequest, ShowRequest, UsageRequest
+from slurm_io.store import accounts
 
 
 class Refused(Exception):
@@ -35,9 +36,13 @@ class Refused(Exception):
 
 def role_of(uid: int) -> str:
     try:
-        return pwd.getpwuid(uid).pw_name
+        name = pwd.getpwuid(uid).pw_name
     except KeyError as e:
         raise Refused(403, f"uid {uid} has no account on the service's host") from e
+    if accounts.is_project_role(name):  # an OS account named like the owner or the hook
+        raise Refused(403, f"{name} (uid {uid}) is a role of slurm-io itself: the service "
+                      "never acts as it")
+    return name
 
 
 @contextmanager
@@ -50,16 +55,18 @@ def as_user(conn: psycopg.Connection, uid: int) -> Iterator[psycopg.Connection]:
         # service's request this was three of its eight round trips to PostgreSQL
         with conn.pipeline():
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(name)))
-            cur = conn.execute(
-                "SELECT jobio_current_uid(), rolsuper OR rolbypassrls FROM pg_roles "
-                "WHERE rolname = current_user")
+            cur = conn.execute(accounts.CURRENT_ROLE_CHECK_SQL)
         row = cur.fetchone()
     except (errors.InsufficientPrivilege, errors.InvalidParameterValue,
             errors.UndefinedObject) as e:
         conn.rollback()
         raise Refused(403, f"no database role for {name} (uid {uid}) that the service may "
                       f"use: an administrator runs `jobio db users {name}`") from e
-    if row is None or row[0] != uid or row[1]:
+    if row is not None and row[1]:  # e.g. granted by `db users` before issue 18
+        conn.rollback()
+        raise Refused(403, f"the database role {name} holds more than a user's rights: the "
+                      "service never acts as it")
+    if row is None or row[0] != uid:
         conn.rollback()
         raise Refused(403, f"the database role {name} is not mapped to uid {uid}: an "
                       f"administrator runs `jobio db users {name}`")

@@ -34,6 +34,38 @@ NOBODY_UIDS = frozenset({65534, 4294967294})  # nobody / nfsnobody
 # A name that is a plausible OS account (Debian allows a trailing $ for machine accounts).
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]*\$?")
 _NAME_MAX = 63  # NAMEDATALEN - 1
+# The roles slurm-io itself creates or tells a site to create: the embedded server's
+# superuser and a site's database owner (`slurmio`, store/embedded_setup.py, docs/deploy.md),
+# the hook's and report daemon's role (`slurm_hook`), PostgreSQL's own `postgres`, and every
+# `jobio_*` / `jobio-*` role (sql/0004, sql/0017; the service's `jobio-svc`). An OS account
+# of such a name never gets a user role, and the read service never acts as it: a user role
+# is granted to jobio_service, so `jobio db users slurmio` once handed the owner's rights
+# (every row) to whoever holds uid `slurmio` (issue 18, finding 5).
+PROJECT_ROLES = frozenset({"slurmio", "slurm_hook", "postgres"})
+PROJECT_PREFIXES = ("jobio_", "jobio-")
+PROJECT_ROLE_REASON = ("a role of slurm-io itself (owner, hook, service, collector or admin): "
+                       "never a user role")
+PRIVILEGED_ROLE_REASON = ("existing role holds slurm-io's own rights (creates roles, owns the "
+                          "data, collects or serves): never a user role")
+# What a role holds that must never act for a user, whatever its name (`r` is its pg_roles
+# row): creating roles (it could grant itself anything), owning the database or the schema's
+# tables (an owner passes row-level security), collecting (the collector policy shows every
+# row) or being the service (a member of jobio_service). Superuser and BYPASSRLS are asked
+# apart, with their own reason. The ownership test reads one pg_class row (the `job` table),
+# not the whole catalogue: the service asks it on every request.
+PRIVILEGED_ROLE_SQL = (
+    "(r.rolcreaterole"
+    " OR r.oid = (SELECT datdba FROM pg_database WHERE datname = current_database())"
+    " OR r.oid IS NOT DISTINCT FROM (SELECT relowner FROM pg_class WHERE oid = to_regclass('job'))"
+    " OR coalesce(pg_has_role(r.oid, to_regrole('jobio_collector'), 'MEMBER'), false)"
+    " OR coalesce(pg_has_role(r.oid, to_regrole('jobio_service'), 'MEMBER'), false))"
+)
+# The read service's check once it has become a user's role (service/handlers.as_user): the
+# uid the database maps to that role, and whether the role may not act for a user at all.
+CURRENT_ROLE_CHECK_SQL = (
+    "SELECT jobio_current_uid(), r.rolsuper OR r.rolbypassrls OR " + PRIVILEGED_ROLE_SQL
+    + " FROM pg_roles r WHERE r.rolname = current_user"
+)
 
 
 @dataclass
@@ -55,7 +87,18 @@ def refusal(name: str) -> str | None:
     lowered = name.lower()
     if lowered.startswith("pg_") or lowered.startswith("jobio_") or lowered == "public":
         return "reserved role name"
+    if is_project_role(name):
+        return PROJECT_ROLE_REASON
     return None
+
+
+def is_project_role(name: str) -> bool:
+    """Whether `name` is one of slurm-io's own roles (PROJECT_ROLES, PROJECT_PREFIXES), or a
+    name PostgreSQL reserves: such a role never becomes a user role and the read service
+    never acts as it. Case-insensitive, so that no near-twin slips through either."""
+    lowered = name.lower()
+    return (lowered in PROJECT_ROLES or lowered == "public" or lowered.startswith("pg_")
+            or lowered.startswith(PROJECT_PREFIXES))
 
 
 def sync_accounts(
@@ -138,10 +181,8 @@ def sync_accounts(
 def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> bool:
     """Create `name` (LOGIN, in jobio_user) or add an existing role to jobio_user."""
     row = conn.execute(
-        """
-        SELECT rolsuper OR rolbypassrls, pg_has_role(oid, %s, 'MEMBER')
-        FROM pg_roles WHERE rolname = %s
-        """,
+        "SELECT r.rolsuper OR r.rolbypassrls, pg_has_role(r.oid, %s, 'MEMBER'), "
+        + PRIVILEGED_ROLE_SQL + " FROM pg_roles r WHERE r.rolname = %s",
         (USER_ROLE, name),
     ).fetchone()
     ident = sql.Identifier(name)
@@ -157,9 +198,12 @@ def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> boo
             return _ensure_role(conn, name, result)
         result.created.append(name)
         return True
-    privileged, member = row
+    privileged, member, own = row
     if privileged:
         result.skipped.append((name, "existing role is a superuser or bypasses RLS"))
+        return False
+    if own:
+        result.skipped.append((name, PRIVILEGED_ROLE_REASON))
         return False
     if not member:
         conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(USER_ROLE), ident))

@@ -149,6 +149,9 @@ def test_subject_and_headline_figures():
                    read_bytes=int(3.4 * GiB))
     v = build_view(r)
     assert v.subject == "[slurm-io] job 123 (stream evil: header): 1.2 TiB written, 3.4 GiB read"
+    # a Unicode line separator or a C1 NEL broke the Subject too (email refuses the header)
+    assert build_view(job_report(name="a\u2028Bcc: x\x85y")).subject.startswith(
+        "[slurm-io] job 123 (a Bcc: x y)")
     assert (v.written, v.read) == ("1.2 TiB", "3.4 GiB")
     assert build_view(job_report(name=None)).subject == "[slurm-io] job 123: no Lustre I/O recorded"
     assert "50,000 metadata operations" in build_view(

@@ -565,7 +565,8 @@ def test_sync_accounts_is_idempotent_follows_uid_and_group_changes_and_refuses_n
             ["privtest_nobody"],
         )
         reasons = dict(refused.skipped)
-        assert reasons["slurmio"] == "existing role is a superuser or bypasses RLS"
+        # slurm-io's own superuser/owner: refused by its name first (issue 18)
+        assert reasons["slurmio"] == accounts.PROJECT_ROLE_REASON
         assert reasons["jobio_admin"] == reasons["pg_x"] == "reserved role name"
         assert reasons["a b"] == "not a valid account name"
         assert reasons["privtest_erin"].startswith("bad uid")
