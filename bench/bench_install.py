@@ -1,13 +1,14 @@
 """Each role's installed size and `jobio collect --help` start time (docs/deploy.md).
 
-    .venv/bin/python bench/bench_install.py [--runs 11]
+    .venv/bin/python bench/bench_install.py [--runs 11] [--role client ...]
 
 Follows docs/deploy.md's "Install per role" as tests/install does (wheels built from this
 checkout, then each role's block into a venv of /usr/bin/python3, in a temp dir), then:
 size = `du -sk` of the role's venv minus that of an empty venv of the same Python (both
 with pip, as `python3 -m venv` makes them); start time = the whole `jobio collect --help`
 process, wall clock, median of N runs alternated with `python -c pass` of the same venv
-(the interpreter's own floor, printed beside it).
+(the interpreter's own floor, printed beside it). --role (repeatable) measures only those
+roles (the suite's small form: one role, --runs 1); by default every role of the document.
 """
 
 from __future__ import annotations
@@ -45,7 +46,15 @@ def wall(argv: list[str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--role", action="append", metavar="NAME",
+                    help="only this role of docs/deploy.md (repeatable; default: every role)")
     args = ap.parse_args()
+    _, blocks = doc_blocks(DEPLOY_DOC.read_text())
+    unknown = sorted(set(args.role or ()) - set(blocks))
+    if unknown:
+        ap.error(f"no role {', '.join(unknown)} in {DEPLOY_DOC.name} (roles: "
+                 f"{', '.join(blocks)})")
+    roles = [r for r in blocks if not args.role or r in args.role]
     work = Path(tempfile.mkdtemp(prefix="slurm-io-bench-install-", dir="/tmp"))
     work.chmod(0o755)  # the client's block runs `jobio` as nobody
     try:
@@ -56,10 +65,9 @@ def main() -> None:
         subprocess.run(["/usr/bin/python3", "-m", "venv", str(empty)], check=True)
         base = du_kib(empty)
         print(f"empty venv: {base / 1024:.1f} MiB")
-        _, blocks = doc_blocks(DEPLOY_DOC.read_text())
         print(f"{'role':10} {'install s':>9} {'size MiB':>9} {'collect --help ms':>18} "
               f"{'python -c pass ms':>18}")
-        for role in blocks:
+        for role in roles:
             t0 = time.perf_counter()
             bin_dir = install_as_documented(wheels, role, work / role)
             took = time.perf_counter() - t0

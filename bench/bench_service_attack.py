@@ -275,11 +275,11 @@ def main() -> None:
         subprocess.run(["useradd", "-r", "-M", "-s", "/usr/sbin/nologin", SERVICE_ACCOUNT],
                        check=True)
     dsn = database(args)
-    with psycopg.connect(dsn) as conn:  # the ids users type (job is the internal key)
-        jobs = [r[0] for r in conn.execute("SELECT jobid FROM job WHERE job = ANY(%s)",
+    with psycopg.connect(dsn) as conn:  # the ids users type, from the JobIDRaw prepare gives
+        jobs = [r[0] for r in conn.execute("SELECT jobid FROM job WHERE job_raw = ANY(%s)",
                                            (prepare(dsn, args.user),))]
         flood_jobs = [r[0] for r in conn.execute(
-            "SELECT jobid FROM job WHERE job = ANY(%s)", (prepare(dsn, args.flood_user),))]
+            "SELECT jobid FROM job WHERE job_raw = ANY(%s)", (prepare(dsn, args.flood_user),))]
     jobio = args.venv / "bin/jobio" if args.no_install else public_venv(args.venv)
     measure(args, dsn, jobs, jobio, flood_jobs)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
+
+from tests import needs
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
@@ -130,6 +133,84 @@ def test_fuzz_jobstats_small() -> None:
     out = bench("bench/fuzz_jobstats.py", "--cases", "50")
     assert re.search(r"cases=50 entries_parsed=\d+ .*exceptions_escaped=0 broken_promises=0",
                      out), out
+
+
+def test_bench_parse_peer_small() -> None:
+    """Without --peer: our parser and the floors on each dump, the peer's columns empty."""
+    out = bench("bench/bench_parse_peer.py", "--entries", "300", "--releases", "2.12,2.16",
+                "--repeat", "1")
+    rows = [ln.split() for ln in out.splitlines()[1:]]
+    assert [r[:2] for r in rows] == [["OST", "2.12"], ["MDT", "2.12"], ["OST", "2.16"],
+                                     ["MDT", "2.16"]], out
+    assert all(r[4:6] == ["-", "-"] for r in rows), out  # no peer given
+    assert all(float(r[3]) > 0 and all(float(x) > 0 for x in r[6:9]) for r in rows), out
+
+
+def test_bench_replay_window_small() -> None:
+    out = bench("bench/bench_replay_window.py", "--entries", "2000")
+    batches = [json.loads(ln) for ln in out.splitlines()]
+    assert [b["kind"] for b in batches] == ["OST", "MDT"]
+    for b in batches:
+        assert b["entries"] == 2000 and b["rows"] > 0, b
+        assert b["batch_MB"] > b["kept_MB"] > 0 and b["ratio"] > 1, b  # kept compressed
+        assert b["raw_GB_per_day"] > 0 and b["kept_GB_per_day"] > 0, b
+
+
+@needs.root("the client role's block runs `jobio` as nobody (runuser)")
+def test_bench_install_small() -> None:
+    """The build block, then the client role only (the smallest venv), one timed run."""
+    out = bench("bench/bench_install.py", "--runs", "1", "--role", "client")
+    assert re.search(r"^build block: [\d.]+ s$", out, re.M), out
+    assert re.search(r"^empty venv: [\d.]+ MiB$", out, re.M), out
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith(("client", "collector",
+                                                                    "hook", "server"))]
+    assert [r[0] for r in rows] == ["client"], out
+    assert all(float(x) > 0 for x in rows[0][1:]), out  # install s, MiB, both start times
+
+
+def test_bench_exporter_door_small() -> None:
+    """The bounded door under a tiny attack from two addresses, then prometheus_client's
+    server unattacked: each prints its honest scrapes and the server's threads and memory."""
+    out = bench("bench/bench_exporter_door.py", "--seconds", "3", "--silent", "2",
+                "--trickle", "2", "--big", "1", "--addresses", "2")
+    out += bench("bench/bench_exporter_door.py", "--server", "prometheus", "--no-attack",
+                 "--seconds", "2")
+    assert re.findall(r"^server=(\w+) attack=(.*)$", out, re.M) == [
+        ("bounded", "2 silent, 2 trickling, 1 big-header from 2 addresses"),
+        ("prometheus", "no")], out
+    scrapes = re.findall(r"^honest scrapes: (\d+) ok, (\d+) failed; p50 [\d.]+ ms", out, re.M)
+    assert len(scrapes) == 2 and all(int(ok) > 0 for ok, _ in scrapes), out
+    servers = re.findall(r"^server process: peak threads (\d+), VmHWM ([\d.]+) MB", out, re.M)
+    assert len(servers) == 2 and all(int(t) > 0 and float(m) > 0 for t, m in servers), out
+
+
+@needs.root("starts `jobio serve` as its account and mints MUNGE credentials as alice")
+def test_bench_service_attack_small(show_db: str, site_venv: Path) -> None:
+    """The three phases, 3 s each, on show_db (alice's jobs) with the testbed's munged: a
+    couple of each attacker, two honest threads, two flood threads of another owner."""
+    uids = {pwd.getpwnam(u).pw_uid: u for u in ("bob", "carol")}
+    with psycopg.connect(show_db) as conn:
+        owners = {r[0] for r in conn.execute("SELECT DISTINCT uid FROM job WHERE uid = "
+                                             "ANY(%s) AND end_time IS NOT NULL", (list(uids),))}
+    assert owners, f"no finished job of {sorted(uids.values())} in show_db"
+    flooder = uids[min(owners)]
+    out = bench("bench/bench_service_attack.py", "--dsn", show_db, "--venv", str(site_venv),
+                "--no-install", "--seconds", "3", "--threads", "4", "--honest", "2",
+                "--trickle", "2", "--silent", "2", "--big", "1", "--flood", "2",
+                "--flood-user", flooder)
+    phases = re.findall(r"^(quiet|attack \(2 trickling, 2 silent, 1 big-header\)|flood \(2 "
+                        rf"threads of {flooder} back to back: \d+ answered, \d+ refused\)): "
+                        r"(\d+) honest requests \((\d+) failed\).* (\d+) x `jobio J --json`"
+                        r".* service peak RSS (\d+) MB$", out, re.M)
+    assert [p[0].split()[0] for p in phases] == ["quiet", "attack", "flood"], out
+    assert all(int(p[1]) > 0 and int(p[3]) > 0 and int(p[4]) > 0 for p in phases), out
+    line = re.search(r"^attackers: (.*)$", out, re.M)
+    assert line, out
+    attackers = dict(kv.split("=") for kv in line[1].split())
+    assert all(int(attackers[f"{k}_connections"]) > 0 for k in ("trickle", "silent", "big")), out
+    flood = re.search(r"flood \(2 threads of \w+ back to back: (\d+) answered, (\d+) refused",
+                      out)
+    assert flood and int(flood[1]) + int(flood[2]) > 0, out
 
 
 def test_every_bench_has_a_small_form() -> None:
