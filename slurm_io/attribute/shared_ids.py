@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import psycopg
 
-from slurm_io.attribute.core import DeltaRow, JobWindow
 from slurm_io.attribute.owners import Claimant, owner
+from slurm_io.attribute.rows import DeltaRow
+from slurm_io.jobs.info import JobWindow
 
 
 def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, frozenset[str]]:
@@ -24,16 +25,9 @@ def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, froze
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def own_deltas(conn: psycopg.Connection, j: JobWindow, rows: list[DeltaRow], now: float
-               ) -> list[DeltaRow]:
-    """Of `rows` (deltas naming j's raw id), those attribute.owners gives row `j` (one job:
-    the batch's Owners over its single raw id)."""
-    return Owners(conn, [j.raw_id]).of(j, rows, now) if rows else rows
-
-
 class Owners:
     """Whose deltas are whose, for the jobs of some raw ids: every row with those ids (one
-    query) and the node -> clusters map once, for a batch (attribute.batch) or one job."""
+    query) and the node -> clusters map once, for the jobs of one fetch (attribute.batch)."""
 
     def __init__(self, conn: psycopg.Connection, raws: list[int]) -> None:
         self._conn = conn

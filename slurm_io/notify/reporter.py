@@ -37,17 +37,11 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.attribute.sql import (
-    attribute_job,
-    data_complete_until,
-    job_by_key,
-    raw_ids,
-    store_job_io,
-    stored_job_io,
-)
+from slurm_io.attribute.figures import figures
+from slurm_io.attribute.stored import data_complete_until, store_job_io
 from slurm_io.fsutil import pid_alive
 from slurm_io.jobs.source import SacctSource, SourceError
-from slurm_io.jobs.store import upsert_isolated
+from slurm_io.jobs.store import job_by_key, raw_ids, upsert_isolated
 from slurm_io.jobs.sync import keep_refused
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue
@@ -290,11 +284,9 @@ class Reporter:
         info = job_by_key(conn, job)
         if info is None:
             return
-        stored = stored_job_io(conn, job)
-        if stored is not None and stored.complete and stored.current:
-            return  # `jobio attribute` stored its final figures and no data came since
-        io = attribute_job(conn, info.window, now=now, resolution=self.settings.resolution)
-        store_job_io(conn, info.window, io, complete)
+        f = figures(conn, info.window, now=now, resolution=self.settings.resolution)
+        if f.revision is None:  # computed now (attribute.figures' rule): stored for the mail
+            store_job_io(conn, info.window, f.io, complete)
 
     def _failed_attempt(self, conn: psycopg.Connection, c: queue.Claimed, error: str,
                         r: PassResult) -> None:

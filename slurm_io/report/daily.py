@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 from email.message import EmailMessage
 from email.utils import make_msgid
 from pathlib import Path
@@ -32,6 +32,8 @@ from slurm_io.lassi import sql as lassi_sql
 from slurm_io.model import METADATA_OPS
 from slurm_io.report import plots
 from slurm_io.report.daily_html import _kb, index_html, job_file, job_html
+from slurm_io.store.sqlutil import no_jit
+from slurm_io.store.sqlutil import ts as _ts
 
 PNGS = ("risk.png", "quality.png", "rates.png", "heatmap.png")
 HEATMAP_BASE = 4.0  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
@@ -76,10 +78,6 @@ class Report:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
-
-
 def _params(start: float, end: float, width: float, **kw: Any) -> dict[str, Any]:
     return {"w": width, "lo": _ts(start), "hi": _ts(end), "first": int(start // width), **kw}
 
@@ -87,7 +85,7 @@ def _params(start: float, end: float, width: float, **kw: Any) -> dict[str, Any]
 def rates(conn: psycopg.Connection, start: float, end: float, width: float
           ) -> list[dict[str, Any]]:
     """Read/write bytes and MDT metadata operations per fs and interval (b*width, +width]."""
-    lassi_sql.no_jit(conn)
+    no_jit(conn)
     rows = conn.execute(RATES_SQL, _params(start, end, width)).fetchall()
     return [{"fs": fs, "t": b * width, "read_bytes": r, "write_bytes": w, "md_ops": m}
             for fs, b, r, w, m in rows]
@@ -96,7 +94,7 @@ def rates(conn: psycopg.Connection, start: float, end: float, width: float
 def heatmap_counts(conn: psycopg.Connection, start: float, end: float, width: float,
                    base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
     """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1))."""
-    lassi_sql.no_jit(conn)
+    no_jit(conn)
     out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
     for key, b, k, n in conn.execute(HEATMAP_SQL, _params(start, end, width, base=base)):
         out[key][(b, k)] = n
@@ -146,8 +144,9 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
           top_n: int = 15, recompute: bool = False, now: float | None = None,
           progress: bool = False, log: Callable[[str], None] | None = None) -> Report:
     """Write the day's report into `out` (created); returns what was written."""
-    from slurm_io.attribute.sql import find_jobs
-    from slurm_io.report.show import job_report, render
+    from slurm_io.jobs.store import find_jobs
+    from slurm_io.report.figures import figures
+    from slurm_io.report.show import render
 
     say = log or (lambda _m: None)
     now = time.time() if now is None else now
@@ -204,9 +203,9 @@ def build(conn: psycopg.Connection, day: date, out: Path, *, interval: float = 1
             infos = [i for i in find_jobs(conn, str(job)) if i.raw_id == job]  # LASSi: raw ids
             if not infos:
                 continue
-            rep = job_report(conn, infos[0], now=now, resolution=interval)
+            rep = figures(conn, infos[0], now=now, resolution=interval)
             path = out / job_file(jobid)
-            path.write_text(job_html(rep, render(rep, targets=True), hours_of[job]))
+            path.write_text(job_html(rep.as_json(), render(rep, targets=True), hours_of[job]))
             pages.append(path)
             linked.add(jobid)
     timings["job_pages"] = time.perf_counter() - t

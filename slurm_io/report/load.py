@@ -25,11 +25,11 @@ import psycopg
 
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
 from slurm_io.attribute.live import interval_shares
-from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.report import load_sql as q
 from slurm_io.report.counters import SUM_COLUMNS
 from slurm_io.store.rows import parse_target_name
+from slurm_io.store.sqlutil import no_jit
 
 COUNTERS: tuple[str, ...] = tuple(SUM_COLUMNS)  # read_bytes, read_bytes_samples, ..., open, ...
 _IDX = {name: i for i, name in enumerate(COUNTERS)}

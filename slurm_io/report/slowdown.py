@@ -11,19 +11,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from slurm_io.lassi.sql import has_tables
+from slurm_io.store.sqlutil import has_tables
+from slurm_io.store.sqlutil import ts as _ts
 
 HOUR = 3600.0
-
-
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
 
 
 def analyse(conn: psycopg.Connection, user: str, *, start: float, end: float,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from slurm_io.attribute.core import JobWindow, attribute
-from slurm_io.attribute.sql import JobInfo
+from slurm_io.jobs.info import JobInfo
 from slurm_io.mail.view import build_view
 from slurm_io.model import IdClass
 from slurm_io.report.jobreport import JobReport

@@ -9,24 +9,26 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import (
-    attribute_jobs,
-    find_jobs,
-    pending_jobs,
-    stored_hours,
-    stored_job_io,
-)
-from slurm_io.jobs.store import upsert_jobs
+from slurm_io.attribute.batch import attribute_jobs
+from slurm_io.attribute.stored import pending_jobs, stored_hours, stored_job_io
+from slurm_io.jobs.info import JobInfo
+from slurm_io.jobs.store import find_jobs, upsert_jobs
 from slurm_io.model import Batch, ByteStats, Delta, DeltaFlag, IdClass, JobId, JobRecord
-from slurm_io.report.show import job_report
+from slurm_io.report.figures import figures
 from slurm_io.store.writer import write_batch
 
 T0 = 1_795_000_200.0  # on the hour boundary + 200 s
 UID = 4242
+
+
+def job_report(conn: psycopg.Connection, info: JobInfo, **kw: Any) -> dict[str, Any]:
+    """A job's report in its JSON form (`jobio show --json`), as the assertions read it."""
+    return figures(conn, info, **kw).as_json()
 
 
 def _job(job: int, start: float, end: float) -> JobRecord:
