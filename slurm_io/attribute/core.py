@@ -11,7 +11,8 @@ A job's I/O is
   same uid on the node is "ambiguous". What no job covers stays unattributed load of the user
   on that host.
 
-The SQL side (attribute.sql) only fetches rows; every decision is made here.
+The SQL side (attribute.sql, through attribute.batch) only fetches rows; every decision is
+made here.
 """
 
 from __future__ import annotations

@@ -117,8 +117,6 @@ _COMPETITORS_SQL = (
     " JOIN host h ON h.host_id = jn.host_id JOIN job j ON j.job = jn.job"
 )
 
-Windows = dict[Any, tuple[float, float]]
-
 
 def deltas_by_job(conn: psycopg.Connection, windows: dict[int, tuple[float, float]]
                   ) -> dict[int, list[DeltaRow]]:
