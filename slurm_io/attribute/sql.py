@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from slurm_io.attribute.owners import Claimant
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
 from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
@@ -188,3 +189,31 @@ def host_names(conn: psycopg.Connection, ids: list[int]) -> dict[str, int]:
     """host name -> host id, for the ids given."""
     return dict(conn.execute("SELECT name, host_id FROM host WHERE host_id = ANY(%s)",
                              (ids,)).fetchall())
+
+
+# -- whose deltas naming a shared raw id are (attribute.shared_ids, attribute.owners) --------
+def claimants(conn: psycopg.Connection, raws: list[int]) -> dict[int, list[Claimant]]:
+    """raw id -> the job rows with that raw id (other clusters, other runs)."""
+    out: dict[int, list[Claimant]] = {}
+    for key, raw, cluster, st, en in conn.execute(
+            "SELECT job, job_raw, cluster, extract(epoch FROM start_time)::float8, "
+            "extract(epoch FROM end_time)::float8 FROM job WHERE job_raw = ANY(%s)", (raws,)):
+        out.setdefault(raw, []).append(Claimant(key, cluster, st, en))
+    return out
+
+
+def one_cluster(conn: psycopg.Connection) -> bool:
+    """Whether the database knows at most one cluster (cluster_host)."""
+    (one,) = conn.execute("SELECT count(*) <= 1 FROM (SELECT DISTINCT cluster "
+                          "FROM cluster_host) c").fetchone() or (True,)
+    return bool(one)
+
+
+def node_clusters(conn: psycopg.Connection, nodes: list[str]) -> dict[str, frozenset[str]]:
+    """node -> the clusters whose jobs ran on it (cluster_host), for `nodes`."""
+    out: dict[str, set[str]] = {}
+    for name, cluster in conn.execute(
+            "SELECT h.name, c.cluster FROM cluster_host c JOIN host h USING (host_id) "
+            "WHERE h.name = ANY(%s)", (nodes,)):
+        out.setdefault(name, set()).add(cluster)
+    return {k: frozenset(v) for k, v in out.items()}

@@ -381,3 +381,9 @@ def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: flo
         q += " AND user_name = %s"
         args.append(user)
     return [info_row(r) for r in conn.execute(q + " ORDER BY start_time, job", args)]
+
+
+def raw_ids_of(conn: psycopg.Connection, keys: list[int]) -> dict[int, int]:
+    """row key -> raw id (JobIDRaw) of the rows `keys`."""
+    return dict(conn.execute("SELECT job, job_raw FROM job WHERE job = ANY(%s)",
+                             (keys,)).fetchall())

@@ -28,6 +28,7 @@ import psycopg
 from slurm_io.attribute import stored
 from slurm_io.attribute.figures import figures
 from slurm_io.jobs.info import JobWindow
+from slurm_io.jobs.store import raw_ids_of
 from slurm_io.lassi import metrics as M
 from slurm_io.lassi.summary import LassiSummary
 from slurm_io.model import OP_COUNTERS, IdClass
@@ -163,8 +164,7 @@ def _recover(conn: psycopg.Connection, s: datetime, e: datetime,
                       in io.hours.items() if rec and start <= h < end]
     # LASSi's job hours are by raw id, as the deltas naming jobs are (DAY_SQL); results are
     # stored by row key (sql/0020)
-    raw_of = dict(conn.execute("SELECT job, job_raw FROM job WHERE job = ANY(%s)",
-                               (sorted({x[0] for x in hours}),)).fetchall()) if hours else {}
+    raw_of = raw_ids_of(conn, sorted({x[0] for x in hours})) if hours else {}
     for key, h, fs, kind, uid, rec in hours:
         job = raw_of.get(key, key)
         if h < first:
