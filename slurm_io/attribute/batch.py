@@ -86,21 +86,19 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
         out[j.job] = Inputs(owned.of(j, mine, now), [], [], [])
     # -- recovered: `:uid:host` deltas on the job's nodes, widened by the evidence window
     w = WINDOWS[-1]
-    host_ids = sql.host_ids(conn, {n for j in jobs for n in j.nodes})
     rec_jobs = [j for j in jobs if j.uid is not None and j.nodes and j.start is not None]
-    windows: dict[tuple[int, int], list[float]] = {}
+    windows: dict[tuple[str, int], list[float]] = {}
     for j in rec_jobs:
         assert j.start is not None and j.uid is not None
         for n in j.nodes:
-            if n in host_ids:
-                _widen(windows, (host_ids[n], j.uid), j.start - w, _run_end(j, now) + w)
+            _widen(windows, (n, j.uid), j.start - w, _run_end(j, now) + w)
     if not windows:
         return out
     by_pair: dict[tuple[str | None, int | None], list[DeltaRow]] = defaultdict(list)
     for d in sql.deltas_by_pair(conn, _frozen(windows), MARGIN):
         by_pair[(d.node, d.uid)].append(d)
     rec: dict[int, tuple[list[DeltaRow], list[DeltaRow]]] = {}
-    comp_windows: dict[tuple[int, int], list[float]] = {}
+    comp_windows: dict[tuple[str, int], list[float]] = {}
     for j in rec_jobs:
         assert j.start is not None
         end = _run_end(j, now)
@@ -117,8 +115,8 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
         if narrow:
             lo, hi = min(d.ts_start for d in narrow), max(d.ts_end for d in narrow)
             for n in j.nodes:
-                if n in host_ids and j.uid is not None:
-                    _widen(comp_windows, (host_ids[n], j.uid), lo, hi)
+                if j.uid is not None:
+                    _widen(comp_windows, (n, j.uid), lo, hi)
     # -- competitors: the jobs of the uid on the job's nodes while its deltas ran
     node_jobs: dict[tuple[str, int], list[sql.NodeJob]] = defaultdict(list)
     for nj in sql.jobs_by_pair(conn, _frozen(comp_windows)):

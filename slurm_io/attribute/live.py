@@ -47,17 +47,18 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
     # the deltas of the pairs with ts_end in (a, b] (ts_start < ts_end: the pair window's
     # upper bound a second later bounds only ts_end); then exactly b, on the server's grid
     b_us = _us(b)
-    around = [d for d in sql.deltas_by_pair(conn, dict.fromkeys(pairs, (a, b + 1.0)), 0.0)
-              if d.ts_end <= b_us]
+    names = sql.host_names(conn, [p[0] for p in pairs])
+    by_name = {(names[h], uid): (a, b + 1.0) for h, uid in pairs if h in names}
+    around = [d for d in sql.deltas_by_pair(conn, by_name, 0.0) if d.ts_end <= b_us]
     jobs = sorted({c.job for cs in candidates.values() for c in cs})
     by_job = sql.deltas_by_job(conn, dict.fromkeys(jobs, (a, b)))
     ev_rows = [d for j in jobs for d in by_job.get(j, ())]
-    names = sql.host_names(conn, [p[0] for p in pairs])
+    ids = {name: h for h, name in names.items()}
     out = []
     by_pair: dict[tuple[int, int], list[DeltaRow]] = defaultdict(list)
     for d in around:
-        if d.node in names and d.uid is not None:
-            by_pair[(names[d.node], d.uid)].append(d)
+        if d.node in ids and d.uid is not None:
+            by_pair[(ids[d.node], d.uid)].append(d)
     for pair, rows in by_pair.items():
         cands = candidates.get(pair, [])
         if not cands:

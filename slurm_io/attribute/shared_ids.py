@@ -18,19 +18,26 @@ from slurm_io.jobs.info import JobWindow
 
 class Owners:
     """Whose deltas are whose, for the jobs of some raw ids: every row with those ids (one
-    query) and the node -> clusters map once, for the jobs of one fetch (attribute.batch)."""
+    query) and the node -> clusters map once, for the jobs of one fetch (attribute.batch).
+    Asked only when some job has deltas naming it: one job's show without any costs none."""
 
     def __init__(self, conn: psycopg.Connection, raws: list[int]) -> None:
         self._conn = conn
-        self._rivals = sql.claimants(conn, raws)
-        self._one_cluster = sql.one_cluster(conn)
+        self._raws = raws
+        self._rivals: dict[int, list[Claimant]] | None = None
+        self._one_cluster = True
         self._where: dict[str, frozenset[str]] = {}
         self._looked: set[str] = set()
 
     def of(self, j: JobWindow, rows: list[DeltaRow], now: float) -> list[DeltaRow]:
         """Of `rows` (deltas naming j's raw id), those attribute.owners gives row `j`."""
+        if not rows:
+            return rows
+        if self._rivals is None:
+            self._rivals = sql.claimants(self._conn, self._raws)
+            self._one_cluster = sql.one_cluster(self._conn)
         rivals = list(self._rivals.get(j.raw_id, ()))
-        if not rows or (len(rivals) <= 1 and self._one_cluster):
+        if len(rivals) <= 1 and self._one_cluster:
             return rows
         if not any(c.key == j.job for c in rivals):
             rivals.append(Claimant(j.job, j.cluster or "", j.start, j.end))

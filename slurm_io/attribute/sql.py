@@ -93,14 +93,14 @@ BY_JOB_SQL = (
     + _JOIN_NAMES
     + " WHERE d.ts_end >= %s AND d.ts_end <= %s"
 )
-# `:uid:host` deltas of (host, uid) pairs, each pair in its own window (lo, hi), ending
+# `:uid:host` deltas of (node, uid) pairs, each pair in its own window (lo, hi), ending
 # less than `margin` seconds after hi (an interval is at most a collector outage long).
 # jobstats_delta_host_ts holds only JOB_MISSING rows (sql/0008): the id class is a constant
 # in the text, as a generic plan cannot match a parameter to the index's predicate.
 BY_PAIR_SQL = (
-    DELTA_COLUMNS + " FROM unnest(%s::int[], %s::int[], %s::timestamptz[], %s::timestamptz[])"
-    " AS w(host_id, uid, lo, hi)"
-    " JOIN jobstats_delta d ON d.host_id = w.host_id AND d.uid = w.uid"
+    DELTA_COLUMNS + " FROM unnest(%s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])"
+    " AS w(node, uid, lo, hi) JOIN host hw ON hw.name = w.node"
+    " JOIN jobstats_delta d ON d.host_id = hw.host_id AND d.uid = w.uid"
     f" AND d.id_class = {int(IdClass.JOB_MISSING)}"
     " AND d.ts_end > w.lo AND d.ts_start < w.hi AND d.ts_end < w.hi + make_interval(secs => %s)"
     + _JOIN_NAMES
@@ -111,11 +111,11 @@ _COMPETITORS_SQL = (
     " extract(epoch FROM jn.end_time)::float8, j.uid, j.nodes,"
     " extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8,"
     " j.job_raw, j.cluster"
-    " FROM unnest(%s::int[], %s::int[], %s::timestamptz[], %s::timestamptz[])"
-    " AS w(host_id, uid, lo, hi)"
-    " JOIN job_node jn ON jn.host_id = w.host_id AND jn.uid = w.uid"
+    " FROM unnest(%s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])"
+    " AS w(node, uid, lo, hi) JOIN host h ON h.name = w.node"
+    " JOIN job_node jn ON jn.host_id = h.host_id AND jn.uid = w.uid"
     " AND jn.start_time < w.hi AND coalesce(jn.end_time, 'infinity') > w.lo"
-    " JOIN host h ON h.host_id = jn.host_id JOIN job j ON j.job = jn.job"
+    " JOIN job j ON j.job = jn.job"
 )
 
 
@@ -136,17 +136,18 @@ def deltas_by_job(conn: psycopg.Connection, windows: dict[int, tuple[float, floa
     return out
 
 
-def _pairs(windows: dict[tuple[int, int], tuple[float, float]]) -> list[list[Any]]:
-    """Columns (host ids, uids, lo, hi) for the unnest of BY_PAIR_SQL/_COMPETITORS_SQL."""
+def _pairs(windows: dict[tuple[str, int], tuple[float, float]]) -> list[list[Any]]:
+    """Columns (nodes, uids, lo, hi) for the unnest of BY_PAIR_SQL/_COMPETITORS_SQL."""
     keys = sorted(windows)
     return [[k[0] for k in keys], [k[1] for k in keys],
             [_ts(windows[k][0]) for k in keys], [_ts(windows[k][1]) for k in keys]]
 
 
-def deltas_by_pair(conn: psycopg.Connection, windows: dict[tuple[int, int], tuple[float, float]],
+def deltas_by_pair(conn: psycopg.Connection, windows: dict[tuple[str, int], tuple[float, float]],
                    margin: float) -> list[DeltaRow]:
-    """The `:uid:host` deltas of the (host id, uid) pairs of `windows` that meet the pair's
-    window (lo, hi) and end less than `margin` seconds after hi."""
+    """The `:uid:host` deltas of the (node, uid) pairs of `windows` that meet the pair's
+    window (lo, hi) and end less than `margin` seconds after hi (nodes the database does
+    not know have none)."""
     if not windows:
         return []
     glo = min(v[0] for v in windows.values())
@@ -166,9 +167,9 @@ class NodeJob(NamedTuple):
     job: JobWindow
 
 
-def jobs_by_pair(conn: psycopg.Connection, windows: dict[tuple[int, int], tuple[float, float]]
+def jobs_by_pair(conn: psycopg.Connection, windows: dict[tuple[str, int], tuple[float, float]]
                  ) -> list[NodeJob]:
-    """The jobs of each (host id, uid) pair of `windows` that ran there during its window."""
+    """The jobs of each (node, uid) pair of `windows` that ran there during its window."""
     if not windows:
         return []
     return [NodeJob(name, uid, st, en, JobWindow(job, juid, tuple(nodes or ()), jst, jen, raw,
@@ -177,17 +178,9 @@ def jobs_by_pair(conn: psycopg.Connection, windows: dict[tuple[int, int], tuple[
             in conn.execute(_COMPETITORS_SQL, _pairs(windows))]
 
 
-def host_ids(conn: psycopg.Connection, names: set[str]) -> dict[str, int]:
-    """host name -> host id, for the names the database knows."""
-    if not names:
-        return {}
-    return dict(conn.execute("SELECT name, host_id FROM host WHERE name = ANY(%s)",
-                             (sorted(names),)).fetchall())
-
-
-def host_names(conn: psycopg.Connection, ids: list[int]) -> dict[str, int]:
-    """host name -> host id, for the ids given."""
-    return dict(conn.execute("SELECT name, host_id FROM host WHERE host_id = ANY(%s)",
+def host_names(conn: psycopg.Connection, ids: list[int]) -> dict[int, str]:
+    """host id -> host name, for the ids given."""
+    return dict(conn.execute("SELECT host_id, name FROM host WHERE host_id = ANY(%s)",
                              (ids,)).fetchall())
 
 
