@@ -10,8 +10,9 @@ One pass (`run_once`), every `report.interval` seconds:
 5. for each due job, under its row lock (SELECT ... FOR UPDATE SKIP LOCKED, so any number of
    reporters may run): wait until sacct's record is final and every collector has read past
    the job's end (`data_complete_until`), up to `report.max_wait` after which it is
-   reported anyway, marked incomplete; skip jobs that never ran; attribute the job and
-   store `job_io`; build the mail (MailBuilder); send it.
+   reported anyway, marked incomplete; skip jobs that never ran; get the job's figures
+   (attribute.figures: the stored ones when complete or current, else computed, and then
+   stored in `job_io`); build the mail (MailBuilder); send it.
 
 Sending (docs/hook.md, "Exactly once"): the SMTP transaction is run up to the final "."
 while the row is locked; then the row is committed as `sending` with its deterministic
