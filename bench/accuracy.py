@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from slurm_io.attribute import sql as attribute_sql
+from slurm_io.attribute import accuracy as attribute_accuracy
 from slurm_io.attribute.accuracy import compare
 from slurm_io.collect import daemon
 from slurm_io.jobs.sacct import parse_sacct
@@ -53,7 +53,7 @@ def _rules_cpu() -> Iterator[list[float]]:
     """CPU seconds spent in the pure rules (attribute.core.attribute, evidence included)
     while the block runs: what the rules cost apart from fetching rows."""
     spent = [0.0]
-    inner = attribute_sql.attribute
+    inner = attribute_accuracy.attribute
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         c = time.process_time()
@@ -62,11 +62,11 @@ def _rules_cpu() -> Iterator[list[float]]:
         finally:
             spent[0] += time.process_time() - c
 
-    attribute_sql.attribute = timed
+    attribute_accuracy.attribute = timed
     try:
         yield spent
     finally:
-        attribute_sql.attribute = inner
+        attribute_accuracy.attribute = inner
 
 
 def run(scenario: str, seed: int, base: str, work: Path, breakdown: bool = False,

@@ -120,7 +120,8 @@ def prepare(dsn: str, user: str) -> list[int]:
             "SELECT j.job_raw FROM job j WHERE j.uid = %s AND j.end_time IS NOT NULL AND NOT "
             "EXISTS (SELECT FROM job_io i WHERE i.job = j.job)", (uid,))]
         if todo:
-            from slurm_io.attribute.sql import attribute_jobs, find_jobs
+            from slurm_io.attribute.batch import attribute_jobs
+            from slurm_io.jobs.store import find_jobs
 
             t = time.perf_counter()
             attribute_jobs(conn, [i for job in todo for i in find_jobs(conn, str(job))])

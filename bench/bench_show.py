@@ -142,13 +142,9 @@ def build(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from slurm_io.attribute.sql import (
-        attribute_jobs,
-        direct_deltas,
-        find_jobs,
-        pending_jobs,
-        recovered_deltas,
-    )
+    from slurm_io.attribute.batch import attribute_jobs
+    from slurm_io.attribute.stored import pending_jobs
+    from slurm_io.jobs.store import find_jobs
     from slurm_io.store import migrate
 
     base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
@@ -169,7 +165,7 @@ def run(args: argparse.Namespace) -> None:
     # the show of a finished job from its stored figures, in process, warm: the whole call
     # (client and server), and the server's part: each query it ran, again under EXPLAIN
     # ANALYZE (planning + execution; what the server spends on the call, less the sending)
-    from slurm_io.report.show import job_report
+    from slurm_io.report.figures import figures as job_report
 
     inproc, server, n_queries = [], [], 0
     with psycopg.connect(dsn, cursor_factory=_LoggingCursor) as conn:
@@ -219,14 +215,14 @@ def run(args: argparse.Namespace) -> None:
             plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + q, params).fetchall()
             print(f"\nEXPLAIN {label}:")
             print("\n".join(r[0] for r in plan))
-        _ = (direct_deltas, recovered_deltas)
 
 
 def batch(args: argparse.Namespace) -> None:
     """Attribution of the first `--batch` finished jobs in one batch (`jobio attribute`'s
     path), timed `--repeat` times (their stored figures deleted before each run), with the
     server's share (pg_stat_statements is not needed: the backend's CPU from /proc)."""
-    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+    from slurm_io.attribute.batch import attribute_jobs
+    from slurm_io.attribute.stored import pending_jobs
 
     base = psycopg.conninfo.conninfo_to_dict(dsn_of(args))
     base["dbname"] = args.db

@@ -20,15 +20,16 @@ from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 
-from slurm_io.attribute.sql import attribute_jobs, job_by_key, pending_jobs
+from slurm_io.attribute.batch import attribute_jobs
+from slurm_io.attribute.stored import pending_jobs
 from slurm_io.collect import daemon
 from slurm_io.config import Config
 from slurm_io.jobs.sacct import parse_sacct
-from slurm_io.jobs.store import upsert_jobs
+from slurm_io.jobs.store import job_by_key, upsert_jobs
 from slurm_io.repair.jobid import ClassifyCache, JobIdGrammar
 from slurm_io.report import unattributed
 from slurm_io.report.counters import human_bytes
-from slurm_io.report.show import job_report
+from slurm_io.report.figures import figures
 from slurm_io.report.show import render as render_job
 from slurm_io.report.usage import render_table, usage
 from slurm_io.simulate import simulate
@@ -122,7 +123,7 @@ def run(cfg: Config, out: Path, *, seed: int = 1, echo: Callable[[str], None] = 
             assert info is not None
             echo("")
             echo(f"jobio {info.jobid}   # {title}")
-            echo(render_job(job_report(conn, info, now=DEMO_START + 30 * 86400), targets=True))
+            echo(render_job(figures(conn, info, now=DEMO_START + 30 * 86400), targets=True))
     _write_mails(cfg, dsn, out / "mails", echo)
     _write_daily(cfg, dsn, out / "daily", echo)
     echo("")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import psycopg
@@ -12,6 +11,8 @@ from psycopg.types.json import Jsonb
 from slurm_io.alerts.rules import JobWindow, lassi_values
 from slurm_io.lassi import sql as lassi_sql
 from slurm_io.report.counters import SUM_COLUMNS
+from slurm_io.store.sqlutil import has_tables, no_jit
+from slurm_io.store.sqlutil import ts as _ts
 
 _SUMS = ", ".join(f"coalesce(sum(d.{col}), 0)::float8" for col in SUM_COLUMNS.values())
 
@@ -29,13 +30,9 @@ WINDOW_SQL = (
 )
 
 
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
-
-
 def running_windows(conn: psycopg.Connection, lo: float, hi: float) -> list[JobWindow]:
     """The running jobs' figures over (lo, hi]."""
-    lassi_sql.no_jit(conn)
+    no_jit(conn)
     per: dict[int, dict[str, dict[str, dict[str, float]]]] = {}
     wins: dict[int, JobWindow] = {}
     names = list(SUM_COLUMNS)
@@ -69,7 +66,7 @@ def baseline(conn: psycopg.Connection, at: float, days: int
              ) -> dict[str, dict[str, float | None]]:
     """fs -> the job-hour averages of the stored LASSi hours of the `days` UTC days before the
     day of `at` (the baseline `jobio lassi compute` uses for that day)."""
-    if not lassi_sql.has_tables(conn):
+    if not has_tables(conn):
         return {}
     day = at - at % 86400
     return {fs: job_avg for fs, (_n, job_avg, _fs_avg) in

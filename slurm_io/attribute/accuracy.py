@@ -16,13 +16,27 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.attribute.sql import attribute_job, find_jobs
+from slurm_io.attribute.batch import fetch_chunk
+from slurm_io.attribute.core import JobIO, attribute, attribute_by_time
+from slurm_io.jobs.info import JobWindow
+from slurm_io.jobs.store import find_jobs
 
 DIRECT_FORMS = ("exact", "fqdn", "job_only", "job_uid")
 
 
 def _bytes(d: dict[str, Any]) -> int:
     return int(d.get("read_bytes", 0)) + int(d.get("write_bytes", 0))
+
+
+def _attributed(conn: psycopg.Connection, j: JobWindow, *, now: float,
+                splits: dict[Any, Any], evidence: bool) -> JobIO:
+    """The job's figures as attribution makes them, or (`evidence` False) with every
+    ambiguous delta split by time alone: what the evidence rule is measured against."""
+    x = fetch_chunk(conn, [j], now)[j.job]
+    if not evidence:
+        return attribute_by_time(j, x.direct, x.recovered, x.competitors, now=now)
+    return attribute(j, x.direct, x.recovered, x.competitors, now=now, evidence=x.evidence,
+                     splits=splits)
 
 
 def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
@@ -37,7 +51,7 @@ def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
         infos = [i for i in find_jobs(conn, job_id) if str(i.raw_id) == job_id]
         if not infos:
             continue
-        io = attribute_job(conn, infos[0].window, now=now, splits=splits, evidence=evidence)
+        io = _attributed(conn, infos[0].window, now=now, splits=splits, evidence=evidence)
         by_form = t.get("by_class", {})
         direct_truth = sum(_bytes(by_form.get(f, {})) for f in DIRECT_FORMS)
         missing_truth = _bytes(by_form.get("job_missing", {}))

@@ -11,13 +11,14 @@ A job's I/O is
   same uid on the node is "ambiguous". What no job covers stays unattributed load of the user
   on that host.
 
-The SQL side (attribute.sql) only fetches rows; every decision is made here.
+The SQL side (attribute.sql, through attribute.batch) only fetches rows; every decision is
+made here.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from slurm_io.attribute.evidence import (
@@ -36,43 +37,14 @@ from slurm_io.attribute.evidence import (
     split,
     target_kind,
 )
-from slurm_io.lassi.metrics import spread_buckets
+from slurm_io.attribute.rows import DeltaRow
+from slurm_io.jobs.info import JobWindow
 from slurm_io.model import METADATA_OPS
+from slurm_io.timebuckets import spread_buckets
 
 SMALL_IO = 64 * 1024
 HOUR = 3600.0
 BYTE_KINDS = ("read", "write")
-
-
-class DeltaRow(NamedTuple):
-    """One stored delta, as fetched for attribution."""
-
-    ts_start: float
-    ts_end: float
-    last_update: float | None
-    target: str
-    node: str | None
-    id_class: int
-    job: int | None
-    uid: int | None
-    counters: dict[str, int]  # Lustre counter name -> delta (bytes for *_bytes)
-    sizes: dict[str, tuple[int, int | None, int | None, tuple[tuple[str, int], ...] | None]]
-    # sizes: "read"/"write" -> (requests, min, max, hist) of the byte counter in the interval
-    entry_start: float | None = None  # the entry was created then, inside the interval
-
-
-class JobWindow(NamedTuple):
-    job: int  # the row key (sql/0020)
-    uid: int | None
-    nodes: tuple[str, ...]
-    start: float | None
-    end: float | None  # None: still running
-    raw: int | None = None  # JobIDRaw, what deltas name; None: the key is the raw id
-    cluster: str | None = None
-
-    @property
-    def raw_id(self) -> int:
-        return self.job if self.raw is None else self.raw
 
 
 class Share(NamedTuple):
@@ -186,7 +158,7 @@ class JobIO(NamedTuple):
     by_evidence: dict[str, int]
     by_time: dict[str, int]
     # (hour start, fs, target kind) -> (counters, their recovered part); hours (h, h + 1 h]
-    # of ts_end, long intervals spread evenly (lassi.metrics.spread_buckets)
+    # of ts_end, long intervals spread evenly (slurm_io.timebuckets)
     hours: dict[tuple[float, str, str], tuple[dict[str, int], dict[str, int]]]
 
     def as_json(self) -> dict[str, Any]:
@@ -246,17 +218,36 @@ def blind_stretches(recovered: Iterable[DeltaRow]) -> dict[tuple[str, str], list
 def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
               competitors: Sequence[JobWindow], *, now: float,
               resolution: float = 120.0, evidence: Iterable[DeltaRow] = (),
-              splits: dict[tuple[Any, ...], Split] | None = None,
-              use_evidence: bool = True) -> JobIO:
+              splits: dict[tuple[Any, ...], Split] | None = None) -> JobIO:
     """The job's I/O from its direct deltas and the `:uid:host` deltas on its nodes.
 
     `competitors` are the jobs of the same uid with a node in common (the job itself may be
     among them); only those sharing a delta's node count for that delta. `evidence` are the
     deltas naming those competitors around the `:uid:host` deltas: what splits an ambiguous
-    delta (attribute.evidence); without them (or with `use_evidence` False: for measuring
-    the rule against time alone) the split is by time overlap. `splits` caches
+    delta (attribute.evidence); without them the split is by time overlap. `splits` caches
     the splits of a batch: a delta two jobs share is weighed once, the same for both.
     """
+    return _attribute(job, direct, recovered, competitors, now=now, resolution=resolution,
+                      splits=splits,
+                      index=lambda own: evidence_index(job, own, competitors, evidence))
+
+
+def attribute_by_time(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
+                      competitors: Sequence[JobWindow], *, now: float,
+                      resolution: float = 120.0) -> JobIO:
+    """`attribute` with every ambiguous delta split by time overlap alone, whatever the
+    evidence: what the evidence rule is measured against (bench/accuracy.py), never what a
+    reader is shown."""
+    return _attribute(job, direct, recovered, competitors, now=now, resolution=resolution,
+                      splits=None, index=lambda own: Evidence())
+
+
+def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
+               competitors: Sequence[JobWindow], *, now: float, resolution: float,
+               splits: dict[tuple[Any, ...], Split] | None,
+               index: Callable[[Sequence[DeltaRow]], Evidence]) -> JobIO:
+    """The rules of `attribute`; `index` builds the evidence index from the direct deltas
+    (once, when a delta has two candidates or more)."""
     direct = list(direct)
     recovered = list(recovered)
     totals: dict[str, float] = {}
@@ -319,8 +310,7 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
         rules = ["", "", ""]
         ids = tuple(sorted(c.job for c in cands))
         if ev is None and len(ids) > 1:
-            ev = (evidence_index(job, direct, competitors, evidence) if use_evidence
-                  else Evidence())
+            ev = index(direct)
         for i, name in enumerate(FACETS):
             if name in present:
                 key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)

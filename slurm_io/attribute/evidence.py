@@ -60,7 +60,8 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
-    from slurm_io.attribute.core import DeltaRow, JobWindow
+    from slurm_io.attribute.rows import DeltaRow
+    from slurm_io.jobs.info import JobWindow
 
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 

@@ -8,7 +8,7 @@ not its share of each interval), so it computes the shares; it computes them by 
 functions on the same kind of inputs, so a finished job's figures over the intervals of its
 run add up to what `jobio show` reports (tests/views/test_top_evidence.py). What the rules
 look at lies within evidence.WINDOWS of a delta: the inputs are fetched that far around
-the interval, plus an hour for long intervals (as attribute.sql fetches a job's evidence).
+the interval, plus an hour for long intervals, by the same questions as a job's (attribute.sql).
 """
 
 from __future__ import annotations
@@ -18,30 +18,19 @@ from collections.abc import Sequence
 
 import psycopg
 
-from slurm_io.attribute.core import (
-    DeltaRow,
-    JobWindow,
-    blind_stretches,
-    evidence_index,
-)
+from slurm_io.attribute import sql
+from slurm_io.attribute.core import blind_stretches, evidence_index
 from slurm_io.attribute.evidence import FACETS, WINDOWS, Evidence, facet, split, target_kind
-from slurm_io.attribute.sql import DELTA_COLUMNS, _ts, delta_rows
-from slurm_io.model import IdClass
+from slurm_io.attribute.rows import DeltaRow
+from slurm_io.jobs.info import JobWindow
 
 Fractions = tuple[float, float, float]  # of the read, write and operations facets
 _AROUND = WINDOWS[-1] + 3600.0
 
-_PAIR_SQL = (
-    DELTA_COLUMNS + " FROM unnest(%s::int[], %s::int[]) AS w(host_id, uid)"
-    " JOIN jobstats_delta d ON d.host_id = w.host_id AND d.uid = w.uid"
-    f" AND d.id_class = {int(IdClass.JOB_MISSING)} AND d.ts_end > %s AND d.ts_end <= %s"
-    " JOIN fs_target t ON t.target_id = d.target_id JOIN host h ON h.host_id = d.host_id"
-)
-_EVIDENCE_SQL = (
-    DELTA_COLUMNS + " FROM jobstats_delta d JOIN fs_target t USING (target_id)"
-    " LEFT JOIN host h USING (host_id)"
-    " WHERE d.job = ANY(%s) AND d.ts_end >= %s AND d.ts_end <= %s"
-)
+
+def _us(t: float) -> float:
+    """`t` on the server's microsecond grid, as the queries compare it."""
+    return round(t * 1e6) / 1e6
 
 
 def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], list[JobWindow]],
@@ -54,17 +43,22 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
     if not candidates:
         return []
     pairs = sorted(candidates)
-    around = delta_rows_of(conn, _PAIR_SQL, ([p[0] for p in pairs], [p[1] for p in pairs],
-                                             _ts(lo - _AROUND), _ts(hi + _AROUND)))
+    a, b = lo - _AROUND, hi + _AROUND
+    # the deltas of the pairs with ts_end in (a, b] (ts_start < ts_end: the pair window's
+    # upper bound a second later bounds only ts_end); then exactly b, on the server's grid
+    b_us = _us(b)
+    names = sql.host_names(conn, [p[0] for p in pairs])
+    by_name = {(names[h], uid): (a, b + 1.0) for h, uid in pairs if h in names}
+    around = [d for d in sql.deltas_by_pair(conn, by_name, 0.0) if d.ts_end <= b_us]
     jobs = sorted({c.job for cs in candidates.values() for c in cs})
-    ev_rows = delta_rows_of(conn, _EVIDENCE_SQL, (jobs, _ts(lo - _AROUND), _ts(hi + _AROUND)))
-    names = dict(conn.execute("SELECT name, host_id FROM host WHERE host_id = ANY(%s)",
-                              ([p[0] for p in pairs],)).fetchall())
+    by_job = sql.deltas_by_job(conn, dict.fromkeys(jobs, (a, b)))
+    ev_rows = [d for j in jobs for d in by_job.get(j, ())]
+    ids = {name: h for h, name in names.items()}
     out = []
     by_pair: dict[tuple[int, int], list[DeltaRow]] = defaultdict(list)
     for d in around:
-        if d.node in names and d.uid is not None:
-            by_pair[(names[d.node], d.uid)].append(d)
+        if d.node in ids and d.uid is not None:
+            by_pair[(ids[d.node], d.uid)].append(d)
     for pair, rows in by_pair.items():
         cands = candidates.get(pair, [])
         if not cands:
@@ -93,9 +87,3 @@ def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
             parts.setdefault(job, [0.0, 0.0, 0.0])[i] = f
     return {j: (f[0], f[1], f[2]) for j, f in parts.items() if any(f)}
 
-
-def delta_rows_of(conn: psycopg.Connection, query: str, params: tuple[object, ...]
-                  ) -> list[DeltaRow]:
-    with conn.cursor(binary=True) as cur:
-        cur.execute(query, params)
-        return delta_rows(cur)

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from slurm_io.attribute.core import DeltaRow, JobWindow
+    from slurm_io.attribute.rows import DeltaRow
+    from slurm_io.jobs.info import JobWindow
 
 FACETS = ("read", "write", "ops")
 WINDOWS = (600.0, 1800.0, 3600.0)  # seconds around the delta in which evidence is looked for

@@ -107,7 +107,7 @@ def report_cmd(cfg: Config, jobid: str, eml: Path | None, html_file: Path | None
 
         client_report(cfg, jobid, eml, html_file, clusters)
         return
-    from slurm_io.attribute.sql import find_jobs
+    from slurm_io.jobs.store import find_jobs
     from slurm_io.mail.builder import MailBuilder, text_part
     from slurm_io.mail.outbox import write_message
     from slurm_io.report.show_docs import parse_clusters

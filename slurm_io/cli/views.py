@@ -116,8 +116,10 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
         start, end = time_range(starttime, endtime, now, 86400)
     if cfg.server:
         from slurm_io.client.commands import fetch_show
+        from slurm_io.report.jobreport import JobReport
 
-        reports, missing = fetch_show(cfg, list(jobids), user, start, end, clusters)
+        docs, missing = fetch_show(cfg, list(jobids), user, start, end, clusters)
+        reports = [JobReport.from_json(d, now=now) for d in docs]
     else:
         from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
 
@@ -130,7 +132,8 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
             except AmbiguousJob as e:
                 raise click.UsageError(str(e)) from None
     if as_json:
-        click.echo(json.dumps(reports, indent=2, sort_keys=True))
+        click.echo(json.dumps(docs if cfg.server else [r.as_json() for r in reports],
+                              indent=2, sort_keys=True))
     elif parsable:
         click.echo(show_mod.parsable(reports, fmt or show_mod.DEFAULT_FORMAT,
                                      header=not noheader))
@@ -155,7 +158,8 @@ def attribute_cmd(cfg: Config, since: str | None, limit: int | None) -> None:
 
     A job is attributed again until every collector has read past its end ("complete").
     """
-    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+    from slurm_io.attribute.batch import attribute_jobs
+    from slurm_io.attribute.stored import pending_jobs
 
     now = time.time()
     with connect_db(cfg) as conn:

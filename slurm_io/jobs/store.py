@@ -327,3 +327,71 @@ def _sync_job_nodes(cur: psycopg.Cursor, jobs: list[int]) -> None:
         """,
         (jobs,),
     )
+
+
+# -- reading the job table (moved from attribute/sql.py: every reader of a job record, the
+# mails, show, the service, daily, attribution, needs them, not only attribution). Their
+# imports stay here, with the code, while another branch edits the top of this file.
+from typing import Any  # noqa: E402
+
+from slurm_io.jobs.info import JobInfo  # noqa: E402
+from slurm_io.store.sqlutil import ts as _ts  # noqa: E402
+
+JOB_COLS = ("job, jobid, uid, user_name, account, partition, name, nodes, "
+            "extract(epoch FROM start_time)::float8, extract(epoch FROM end_time)::float8, "
+            "state, exit_code, work_dir, submit_line, sluid, job_raw, cluster, run")
+
+
+def info_row(r: tuple) -> JobInfo:
+    """A row of `SELECT JOB_COLS FROM job` as a JobInfo (attribute.stored reads the same)."""
+    return JobInfo(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(r[7] or ()), r[8], r[9],
+                   r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[17])
+
+
+def find_jobs(conn: psycopg.Connection, spec: str, clusters: list[str] | None = None
+              ) -> list[JobInfo]:
+    """Jobs named like sacct -j: `123` (a job, every task of array 123, every component of
+    het job 123), `5_1` (one task), `1853+1` (one het component); a `.step` is ignored.
+    Every cluster's and every run's rows, unless `clusters` (sacct -M) narrows them."""
+    base = spec.split(".", 1)[0]
+    where = "" if clusters is None else " AND cluster = ANY(%(c)s)"
+    if "_" in base or "+" in base:
+        rows = conn.execute(f"SELECT {JOB_COLS} FROM job WHERE jobid = %(s)s{where} "
+                            "ORDER BY cluster, run", {"s": base, "c": clusters})
+    else:
+        n = int(base)
+        rows = conn.execute(
+            f"SELECT {JOB_COLS} FROM job WHERE (job_raw = %(n)s OR array_job = %(n)s "
+            f"OR jobid LIKE %(p)s){where} ORDER BY cluster, array_job NULLS FIRST, "
+            "jobid <> %(s)s, job_raw, run", {"n": n, "p": f"{n}+%", "s": str(n), "c": clusters})
+    return [info_row(r) for r in rows]
+
+
+def job_by_key(conn: psycopg.Connection, key: int) -> JobInfo | None:
+    """The job row with row key `key` (report_queue, job_io and the others hold keys)."""
+    r = conn.execute(f"SELECT {JOB_COLS} FROM job WHERE job = %s", (key,)).fetchone()
+    return None if r is None else info_row(r)
+
+
+def raw_ids(conn: psycopg.Connection, keys: list[int]) -> list[int]:
+    """The distinct raw ids (what sacct -j takes) of the rows `keys`."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT job_raw FROM job WHERE job = ANY(%s) ORDER BY 1", (keys,))]
+
+
+def user_jobs(conn: psycopg.Connection, user: str | None, start: float, end: float
+              ) -> list[JobInfo]:
+    """Jobs of a user (all users when None) that ran in [start, end]."""
+    q = (f"SELECT {JOB_COLS} FROM job WHERE start_time <= %s "
+         "AND coalesce(end_time, 'infinity') >= %s")
+    args: list[Any] = [_ts(end), _ts(start)]
+    if user is not None:
+        q += " AND user_name = %s"
+        args.append(user)
+    return [info_row(r) for r in conn.execute(q + " ORDER BY start_time, job", args)]
+
+
+def raw_ids_of(conn: psycopg.Connection, keys: list[int]) -> dict[int, int]:
+    """row key -> raw id (JobIDRaw) of the rows `keys`."""
+    return dict(conn.execute("SELECT job, job_raw FROM job WHERE job = ANY(%s)",
+                             (keys,)).fetchall())

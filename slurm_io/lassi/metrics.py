@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from slurm_io.timebuckets import spread_buckets  # noqa: F401 -- the hour rule of LASSi
+
 DEFAULT_A = 2.0
 DEFAULT_BASELINE_DAYS = 7
 
@@ -161,29 +163,6 @@ def metric_values(kind: str, sums: Mapping[str, float]) -> dict[str, float]:
         for m in MDS_METRICS:
             out[m] = float(sums.get(m, 0.0))
     return {k: v for k, v in out.items() if v}
-
-
-def spread_buckets(t0: float, t1: float, width: float, first: float | None = None
-                   ) -> list[float]:
-    """Bucket starts (buckets (b, b + width]) that the interval (t0, t1] is spread over.
-
-    An interval up to 1.5 buckets long (a normal collector read) goes whole to the bucket of
-    t1; a longer one (reads missed: a GAP delta) is spread evenly over the buckets it covers,
-    none before `first`. Same rule as lassi.sql.spread_sql.
-    """
-    import math
-
-    last = (math.ceil(t1 / width) - 1) * width
-    if t1 - t0 <= 1.5 * width:
-        return [last]
-    b = math.floor(t0 / width) * width
-    if first is not None:
-        b = max(b, first)
-    out = []
-    while b <= last:
-        out.append(b)
-        b += width
-    return out or [last]
 
 
 def log_bin(rate: float, base: float) -> int | None:

@@ -25,10 +25,16 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.attribute.core import JobWindow
+from slurm_io.attribute import stored
+from slurm_io.attribute.figures import figures
+from slurm_io.jobs.info import JobWindow
+from slurm_io.jobs.store import raw_ids_of
 from slurm_io.lassi import metrics as M
+from slurm_io.lassi.summary import LassiSummary
 from slurm_io.model import OP_COUNTERS, IdClass
 from slurm_io.store.bulk import copy_rows
+from slurm_io.store.sqlutil import has_tables, no_jit
+from slurm_io.store.sqlutil import ts as _ts
 
 HOUR = 3600.0
 _OTHER_OPS = [op for op in OP_COUNTERS if op not in M.OST_DATA_OPS]
@@ -89,28 +95,9 @@ _COLS = [M.column(m) for m in M.METRICS]
 _SCORE_COLS = ["risk_oss", "risk_mds", "read_kb_ops", "write_kb_ops", "risks"]
 
 
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
-
-
-def no_jit(conn: psycopg.Connection) -> None:
-    """Turn JIT compilation off for the current transaction (the session when autocommit).
-
-    The row estimate of the bucket spreading (generate_series: 1000 rows) makes the planner
-    believe in millions of rows, and JIT then costs seconds on queries that take a fraction
-    of one; reports never profit from JIT anyway.
-    """
-    conn.execute("SET jit = off" if conn.autocommit else "SET LOCAL jit = off")
-
-
 def day_bounds(day: date) -> tuple[float, float]:
     start = datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
     return start, start + 86400.0
-
-
-def has_tables(conn: psycopg.Connection) -> bool:
-    row = conn.execute("SELECT to_regclass('lassi_job_hour') IS NOT NULL").fetchone()
-    return bool(row and row[0])
 
 
 @dataclass
@@ -153,37 +140,31 @@ def _recover(conn: psycopg.Connection, s: datetime, e: datetime,
              job_vals: dict[tuple[str, float, int], dict[str, float]],
              uids: dict[int, int | None], *, now: float, first: float) -> None:
     """Add the jobs' recovered shares of the day's `:uid:host` deltas: the stored results of
-    attribution (job_io_hour); jobs with a share but no stored result yet are attributed
-    now by the same functions (attribute.sql.attribute_job), not stored."""
-    from slurm_io.attribute.sql import attribute_job, stored_hours
-
+    attribution (job_io_hour); jobs with a share but no stored result yet get theirs from
+    attribute.figures (computed then, not stored: that is `jobio attribute`'s)."""
     start, end = s.timestamp(), e.timestamp()
-    hours = [(job, h, fs, kind, uid, rec) for job, h, fs, kind, uid, _tot, rec
-             in stored_hours(conn, start, end) if rec]
+    hours = [(x.job, x.hour, x.fs, x.kind, x.uid, x.recovered)
+             for x in stored.stored_hours(conn, start, end) if x.recovered]
     with conn.cursor() as cur:
         cur.execute(MISSING_SQL, (s, e, int(IdClass.JOB_MISSING)))
         rows = cur.fetchall()
     if rows:
         hosts = sorted({r[2] for r in rows})
         lo = min(r[4] for r in rows)
-        stored = {r[0] for r in conn.execute(
-            "SELECT io.job FROM job_io io JOIN job_node jn USING (job) "
-            "WHERE jn.host_id = ANY(%s) AND jn.start_time < %s "
-            "AND coalesce(jn.end_time, 'infinity') > %s", (hosts, e, _ts(lo)))}
+        done = stored.attributed_on_hosts(conn, hosts, lo, end)
         pairs = {(r[2], r[3]) for r in rows}
         for host_id, job, uid, nodes, st, en, raw in conn.execute(CANDIDATES_SQL,
                                                                   (hosts, e, _ts(lo))):
-            if job in stored or (host_id, uid) not in pairs:
+            if job in done or (host_id, uid) not in pairs:
                 continue
-            stored.add(job)
-            io = attribute_job(conn, JobWindow(job, uid, tuple(nodes or ()), st, en, raw),
-                               now=now)
+            done.add(job)
+            io = figures(conn, JobWindow(job, uid, tuple(nodes or ()), st, en, raw),
+                         now=now).io
             hours += [(job, h, fs, kind, uid, rec) for (h, fs, kind), (_t, rec)
                       in io.hours.items() if rec and start <= h < end]
     # LASSi's job hours are by raw id, as the deltas naming jobs are (DAY_SQL); results are
     # stored by row key (sql/0020)
-    raw_of = dict(conn.execute("SELECT job, job_raw FROM job WHERE job = ANY(%s)",
-                               (sorted({x[0] for x in hours}),)).fetchall()) if hours else {}
+    raw_of = raw_ids_of(conn, sorted({x[0] for x in hours})) if hours else {}
     for key, h, fs, kind, uid, rec in hours:
         job = raw_of.get(key, key)
         if h < first:
@@ -340,7 +321,7 @@ def job_hours(conn: psycopg.Connection, start: float, end: float) -> list[dict[s
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
-def job_lassi(conn: psycopg.Connection, job: int) -> dict[str, Any] | None:
+def job_lassi(conn: psycopg.Connection, job: int) -> LassiSummary | None:
     """A job's LASSi summary over its stored hours (None when none is stored)."""
     if not has_tables(conn):
         return None
@@ -359,18 +340,18 @@ def job_lassi(conn: psycopg.Connection, job: int) -> dict[str, Any] | None:
     write_kb = sum(r[6] for r in rows)
     write_ops = sum(r[7] for r in rows)
     rk, wk = M.kb_ops(read_ops, read_kb), M.kb_ops(write_ops, write_kb)
-    return {
-        "fs": sorted({r[0] for r in rows}),
-        "hours": len({r[1] for r in rows}),
-        "risk_oss_max": round(max(r[2] for r in rows), 3),
-        "risk_mds_max": round(max(r[3] for r in rows), 3),
-        "risk_oss_mean": round(sum(r[2] for r in rows) / len(rows), 3),
-        "risk_mds_mean": round(sum(r[3] for r in rows) / len(rows), 3),
-        "risky_hours": len({r[1] for r in rows if r[2] > 0 or r[3] > 0}),
-        "read_kb_ops": None if rk is None else round(rk, 3),
-        "write_kb_ops": None if wk is None else round(wk, 3),
-        "risks_max": {k: round(v, 3) for k, v in sorted(worst.items(), key=lambda kv: -kv[1])},
-    }
+    return LassiSummary(
+        fs=sorted({r[0] for r in rows}),
+        hours=len({r[1] for r in rows}),
+        risk_oss_max=round(max(r[2] for r in rows), 3),
+        risk_mds_max=round(max(r[3] for r in rows), 3),
+        risk_oss_mean=round(sum(r[2] for r in rows) / len(rows), 3),
+        risk_mds_mean=round(sum(r[3] for r in rows) / len(rows), 3),
+        risky_hours=len({r[1] for r in rows if r[2] > 0 or r[3] > 0}),
+        read_kb_ops=None if rk is None else round(rk, 3),
+        write_kb_ops=None if wk is None else round(wk, 3),
+        risks_max={k: round(v, 3) for k, v in sorted(worst.items(), key=lambda kv: -kv[1])},
+    )
 
 
 def day_list(first: date, last: date) -> list[date]:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from slurm_io.attribute.sql import JobInfo, job_by_key
 from slurm_io.config import Config, ConfigError
+from slurm_io.jobs.info import JobInfo
+from slurm_io.jobs.store import job_by_key
 from slurm_io.mail import preferences
 from slurm_io.mail.recipients import (
     Decision,
@@ -39,8 +40,8 @@ from slurm_io.mail.recipients import (
 )
 from slurm_io.mail.view import JobView, Thresholds, build_view
 from slurm_io.paths import templates_dir
+from slurm_io.report.figures import figures as build_report
 from slurm_io.report.jobreport import JobReport
-from slurm_io.report.show import report as build_report
 from slurm_io.slurm import Slurm
 
 if TYPE_CHECKING:  # the connection is only passed on

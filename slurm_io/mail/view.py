@@ -1,4 +1,4 @@
-"""What the mail templates print: a job report (report.show.job_report) -> a view model. Pure.
+"""What the mail templates print: a job report (report.jobreport) -> a view model. Pure.
 
 Every decision lives here so that the templates stay thin and sites can rewrite them without
 re-implementing anything: formatted sizes and rates, the timeline's bars (percent widths, for
@@ -136,7 +136,7 @@ def chart(timeline: Sequence[Sequence[float]], *, start: float | None = None,
           ascii_width: int = 18) -> Chart:
     """Read and write rates over the job, `max_rows` rows at most, one scale for both kinds.
 
-    `timeline` is job_report's [[bin start, read bytes, write bytes, metadata ops], ...] at
+    `timeline` is a JobReport's [[bin start, read bytes, write bytes, metadata ops], ...] at
     `resolution` seconds; the chart covers the job's run (start..end) and any data outside.
     """
     rows = sorted((float(t[0]), float(t[1]), float(t[2])) for t in timeline)
@@ -307,7 +307,8 @@ def _nodes_text(nodes: Sequence[str], limit: int = 8) -> str:
 def build_view(rep: Any, thresholds: Thresholds = _THRESHOLDS, *,
                resolution: float = 120.0, max_rows: int = 24, top_targets: int = 5) -> JobView:
     """The view model of one job report: a report.jobreport.JobReport (its times are used as
-    they are), or its JSON form (a job_report dict or one like it)."""
+    they are), or its JSON form (JobReport.as_json, or one like it: the templates'
+    and the tests' hand-made reports)."""
     if isinstance(rep, dict):
         r = rep
         start, end = _epoch(r.get("start")), _epoch(r.get("end"))

@@ -10,8 +10,9 @@ One pass (`run_once`), every `report.interval` seconds:
 5. for each due job, under its row lock (SELECT ... FOR UPDATE SKIP LOCKED, so any number of
    reporters may run): wait until sacct's record is final and every collector has read past
    the job's end (`data_complete_until`), up to `report.max_wait` after which it is
-   reported anyway, marked incomplete; skip jobs that never ran; attribute the job and
-   store `job_io`; build the mail (MailBuilder); send it.
+   reported anyway, marked incomplete; skip jobs that never ran; get the job's figures
+   (attribute.figures: the stored ones when complete or current, else computed, and then
+   stored in `job_io`); build the mail (MailBuilder); send it.
 
 Sending (docs/hook.md, "Exactly once"): the SMTP transaction is run up to the final "."
 while the row is locked; then the row is committed as `sending` with its deterministic
@@ -37,17 +38,11 @@ from typing import Any
 
 import psycopg
 
-from slurm_io.attribute.sql import (
-    attribute_job,
-    data_complete_until,
-    job_by_key,
-    raw_ids,
-    store_job_io,
-    stored_job_io,
-)
+from slurm_io.attribute.figures import figures
+from slurm_io.attribute.stored import data_complete_until, store_job_io
 from slurm_io.fsutil import pid_alive
 from slurm_io.jobs.source import SacctSource, SourceError
-from slurm_io.jobs.store import upsert_isolated
+from slurm_io.jobs.store import job_by_key, raw_ids, upsert_isolated
 from slurm_io.jobs.sync import keep_refused
 from slurm_io.jobs.uids import fill_uids
 from slurm_io.notify import hookspool, queue, restored
@@ -308,11 +303,9 @@ class Reporter:
         info = job_by_key(conn, job)
         if info is None:
             return
-        stored = stored_job_io(conn, job)
-        if stored is not None and stored.complete and stored.current:
-            return  # `jobio attribute` stored its final figures and no data came since
-        io = attribute_job(conn, info.window, now=now, resolution=self.settings.resolution)
-        store_job_io(conn, info.window, io, complete)
+        f = figures(conn, info.window, now=now, resolution=self.settings.resolution)
+        if f.revision is None:  # computed now (attribute.figures' rule): stored for the mail
+            store_job_io(conn, info.window, f.io, complete)
 
     def _failed_attempt(self, conn: psycopg.Connection, c: queue.Claimed, error: str,
                         r: PassResult) -> None:

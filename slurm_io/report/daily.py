@@ -30,6 +30,7 @@ from slurm_io.notify import smtp
 from slurm_io.report import plots
 from slurm_io.report import sql as q
 from slurm_io.report.daily_html import _kb, index_html, job_file, job_html
+from slurm_io.store.sqlutil import no_jit
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -53,7 +54,7 @@ class Report:
 def rates(conn: Connection, start: float, end: float, width: float
           ) -> list[dict[str, Any]]:
     """Read/write bytes and MDT metadata operations per fs and interval (b*width, +width]."""
-    lassi_sql.no_jit(conn)
+    no_jit(conn)
     return [{"fs": r.fs, "t": r.b * width, "read_bytes": r.read_bytes,
              "write_bytes": r.write_bytes, "md_ops": r.md_ops}
             for r in q.rates(conn, start, end, width)]
@@ -62,7 +63,7 @@ def rates(conn: Connection, start: float, end: float, width: float
 def heatmap_counts(conn: Connection, start: float, end: float, width: float,
                    base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
     """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1))."""
-    lassi_sql.no_jit(conn)
+    no_jit(conn)
     out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
     for c in q.heat_counts(conn, start, end, width, base):
         out[c.metric][(c.b, c.k)] = c.n
@@ -112,8 +113,9 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
           top_n: int = 15, recompute: bool = False, now: float | None = None,
           progress: bool = False, log: Callable[[str], None] | None = None) -> Report:
     """Write the day's report into `out` (created); returns what was written."""
-    from slurm_io.attribute.sql import find_jobs
-    from slurm_io.report.show import job_report, render
+    from slurm_io.jobs.store import find_jobs
+    from slurm_io.report.figures import figures
+    from slurm_io.report.show import render
 
     say = log or (lambda _m: None)
     now = time.time() if now is None else now
@@ -168,9 +170,9 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
             infos = [i for i in find_jobs(conn, str(job)) if i.raw_id == job]  # LASSi: raw ids
             if not infos:
                 continue
-            rep = job_report(conn, infos[0], now=now, resolution=interval)
+            rep = figures(conn, infos[0], now=now, resolution=interval)
             path = out / job_file(jobid)
-            path.write_text(job_html(rep, render(rep, targets=True), hours_of[job]))
+            path.write_text(job_html(rep.as_json(), render(rep, targets=True), hours_of[job]))
             pages.append(path)
             linked.add(jobid)
     timings["job_pages"] = time.perf_counter() - t

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # neither attribution (its rules, the psycopg adapter) is needed to
-    # render a report: client mode (slurm_io/client) renders the service's documents
-    from slurm_io.attribute.core import JobIO
-    from slurm_io.attribute.sql import JobInfo
+from slurm_io.attribute.core import JobIO  # pure: client mode rebuilds reports without psycopg
+from slurm_io.jobs.info import JobInfo
+from slurm_io.lassi.summary import LassiSummary
 
 
 def iso(t: float | None) -> str | None:
@@ -28,6 +27,7 @@ class JobReport:
 
     `complete`: every collector read past the job's end; `revision`: of the stored figures
     (1 + times late data changed them), None when computed for this report (running jobs).
+    Made by report.figures; rebuilt from its JSON form by `from_json` (the service's clients).
     """
 
     info: JobInfo
@@ -35,7 +35,10 @@ class JobReport:
     complete: bool
     revision: int | None
     now: float
-    lassi: dict[str, Any] | None = None
+    lassi: LassiSummary | None = None
+    # as the service computed it (a report rebuilt from JSON: its times are whole seconds);
+    # None: from the times
+    sent_elapsed: int | None = None
 
     @property
     def running(self) -> bool:
@@ -51,6 +54,8 @@ class JobReport:
 
     @property
     def elapsed(self) -> int | None:
+        if self.sent_elapsed is not None:
+            return self.sent_elapsed
         i = self.info
         return None if i.start is None else round((i.end or self.now) - i.start)
 
@@ -78,5 +83,27 @@ class JobReport:
             "complete": self.complete,
             "revision": self.revision,  # of the stored figures; None: computed now
             **self.io.as_json(),
-            "lassi": self.lassi,
+            "lassi": None if self.lassi is None else self.lassi.as_json(),
         }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], *, now: float) -> JobReport:
+        """The report of one of the service's documents (`as_json`), for rendering: the
+        row key stays on the server (the raw id stands for it), the submit line is not sent."""
+        info = JobInfo(int(d["job"]), str(d["jobid"]), d.get("uid"), d.get("user"),
+                       d.get("account"), d.get("partition"), d.get("name"),
+                       tuple(d.get("nodes") or ()), _epoch(d.get("start")),
+                       _epoch(d.get("end")), d.get("state"), d.get("exit_code"),
+                       d.get("work_dir"), None, d.get("sluid"), None, d.get("cluster"),
+                       int(d.get("run") or 0))
+        io = JobIO(info.job, d.get("totals") or {}, d.get("recovered") or {},
+                   d.get("ambiguous") or {}, d.get("split") or {}, d.get("by_target") or {},
+                   d.get("by_node") or {}, d.get("timeline") or [], d.get("quality") or {},
+                   0, 0, d.get("ambiguous_evidence") or {}, d.get("ambiguous_time") or {}, {})
+        return cls(info, io, bool(d.get("complete")), d.get("revision"), now,
+                   LassiSummary.from_json(d.get("lassi")), d.get("elapsed"))
+
+
+def _epoch(s: str | None) -> float | None:
+    """A local ISO time (`iso`) back to unix seconds."""
+    return None if s is None else datetime.fromisoformat(s).timestamp()

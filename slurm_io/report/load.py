@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
 from slurm_io.attribute.live import interval_shares
-from slurm_io.lassi.sql import no_jit
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.report import sql as q
 from slurm_io.report.counters import SUM_COLUMNS
 from slurm_io.report.sql import JobMeta
 from slurm_io.store.rows import parse_target_name
+from slurm_io.store.sqlutil import no_jit
 
 if TYPE_CHECKING:
     from psycopg import Connection

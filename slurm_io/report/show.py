@@ -1,27 +1,21 @@
 """`jobio show` / `jobio JOBID`: a job's I/O, like sacct shows its accounting.
 
-A finished job's figures are the stored results of attribution (job_io, written once by
-`jobio attribute` or the mail reporter, revised when late data comes); a running job's, or a
-finished one not attributed completely yet, are computed at call time by the same functions.
-The JSON keeps every counter by its Lustre name; the tables humanise bytes.
+The figures come from report.figures (stored or computed: the rule of attribute.figures);
+this module renders the typed JobReport: the human view, sacct's `-o` table and `-P`. The
+JSON (`--json`, the service) is JobReport.as_json; the tables humanise bytes.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from slurm_io.lassi.summary import LassiSummary
 from slurm_io.model import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.report.counters import human_bytes
 from slurm_io.report.jobreport import JobReport, iso
 from slurm_io.text import display
-
-if TYPE_CHECKING:  # the rendering half is used by the service's clients, without psycopg
-    import psycopg
-
-    from slurm_io.attribute.sql import JobInfo
 
 
 class JobSpec(NamedTuple):
@@ -45,49 +39,14 @@ def parse_job_spec(spec: str) -> JobSpec | None:
     return JobSpec(int(m.group(1)), base if m.group(2) is not None else None)
 
 
-def _iso(t: float | None) -> str | None:
-    return iso(t)
-
-
-def report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
-           resolution: float = 120.0) -> JobReport:
-    """The typed report of a job: stored figures for a finished job (computed when there
-    are none yet, or new data came since), computed figures for a running one."""
-    from slurm_io.attribute.sql import attribute_job, data_complete_until, stored_job_io
-
-    now = time.time() if now is None else now
-    stored = stored_job_io(conn, info.job) if info.end is not None else None
-    if stored is not None and (stored.complete or stored.current):
-        return JobReport(info, stored.io, stored.complete, stored.revision, now,
-                         lassi_summary(conn, info.raw_id))
-    io = attribute_job(conn, info.window, now=now, resolution=resolution)
-    done_until = data_complete_until(conn)
-    complete = (info.end is not None and done_until is not None and done_until >= info.end)
-    return JobReport(info, io, complete, None, now, lassi_summary(conn, info.raw_id))
-
-
-def job_report(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,
-               resolution: float = 120.0) -> dict[str, Any]:
-    """`report(...)` at the edge: the JSON form (`jobio show --json`, the pages)."""
-    return report(conn, info, now=now, resolution=resolution).as_json()
-
-
-def lassi_summary(conn: psycopg.Connection, job: int) -> dict[str, Any] | None:
-    """The job's stored LASSi hours, summarised (None when `jobio lassi compute` has not
-    covered it); see slurm_io/lassi and docs/views.md."""
-    from slurm_io.lassi.sql import job_lassi
-
-    return job_lassi(conn, job)
-
-
-def lassi_line(lassi: dict[str, Any] | None) -> list[str]:
+def lassi_line(lassi: LassiSummary | None) -> list[str]:
     if not lassi:
         return []
-    worst = ", ".join(f"{k} {v:.1f}" for k, v in list(lassi["risks_max"].items())[:3])
-    return [f"  LASSi ({','.join(lassi['fs'])}, {lassi['hours']} h, {lassi['risky_hours']} "
-            f"risky): risk_oss max {lassi['risk_oss_max']:.2f} mean "
-            f"{lassi['risk_oss_mean']:.2f}, risk_mds max {lassi['risk_mds_max']:.2f} mean "
-            f"{lassi['risk_mds_mean']:.2f}" + (f"; worst: {worst}" if worst else "")]
+    worst = ", ".join(f"{k} {v:.1f}" for k, v in list(lassi.risks_max.items())[:3])
+    return [f"  LASSi ({','.join(lassi.fs)}, {lassi.hours} h, {lassi.risky_hours} "
+            f"risky): risk_oss max {lassi.risk_oss_max:.2f} mean "
+            f"{lassi.risk_oss_mean:.2f}, risk_mds max {lassi.risk_mds_max:.2f} mean "
+            f"{lassi.risk_mds_mean:.2f}" + (f"; worst: {worst}" if worst else "")]
 
 
 # -- human table -------------------------------------------------------------------------------
@@ -106,18 +65,20 @@ def _pct(part: dict[str, int], total: dict[str, int]) -> str:
     return f"{100 * p / b:.1f}%" if b else "-"
 
 
-def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) -> str:
-    t = r["totals"]
-    q = r["quality"]
+def render(r: JobReport, *, targets: bool = False, timeline: bool = False) -> str:
+    i, io = r.info, r.io
+    t = io.totals
+    q = io.quality
+    start, end = iso(r.start), iso(r.end)
     lines = [
         # names, users and nodes come from Slurm: shown escaped (slurm_io.text.display)
-        f"Job {r['jobid']} ({display(r['name'] or '-')})  "
-        f"user {display(str(r['user'] or r['uid']))}  "
-        f"state {r['state'] or '-'}{' (running: I/O so far)' if r['running'] else ''}"
-        + (f"  cluster {display(r['cluster'])}" if r.get("cluster") else "")
-        + (f"  run {r['run']} (requeued)" if r.get("run") else ""),
-        f"  nodes {len(r['nodes'])}: {display(','.join(r['nodes'])) or '-'}",
-        f"  start {r['start'] or '-'}  end {r['end'] or '-'}  elapsed {_elapsed(r['elapsed'])}",
+        f"Job {i.jobid} ({display(i.name or '-')})  "
+        f"user {display(str(i.user or i.uid))}  "
+        f"state {i.state or '-'}{' (running: I/O so far)' if r.running else ''}"
+        + (f"  cluster {display(i.cluster)}" if i.cluster else "")
+        + (f"  run {i.run} (requeued)" if i.run else ""),
+        f"  nodes {len(i.nodes)}: {display(','.join(i.nodes)) or '-'}",
+        f"  start {start or '-'}  end {end or '-'}  elapsed {_elapsed(r.elapsed)}",
         f"  read    {human_bytes(t.get('read_bytes', 0)):>12} in "
         f"{t.get('read_bytes_samples', 0):>10} requests   mean {_size(q['read_mean_size'])}"
         f"   small {_share(q['read_small_share'])}   read_kb_ops {_num(q['read_kb_ops'])}",
@@ -128,27 +89,27 @@ def render(r: dict[str, Any], *, targets: bool = False, timeline: bool = False) 
         + ", ".join(f"{k} {v}" for k, v in sorted(t.items())
                     if k not in ("read_bytes", "write_bytes", "read_bytes_samples",
                                  "write_bytes_samples", "read", "write") and v),
-        f"  recovered from job-less ids {_pct(r['recovered'], t)}, "
-        f"ambiguous (shared with the user's other jobs) {_pct(r['ambiguous'], t)} "
-        f"(split by evidence {_pct(r.get('ambiguous_evidence', {}), t)}, "
-        f"by time {_pct(r.get('ambiguous_time', {}), t)}), "
-        f"split pro rata at the job's edges {_pct(r['split'], t)}"
-        + ("" if r["complete"] or r["running"] else "  [collectors have not read past the "
+        f"  recovered from job-less ids {_pct(io.recovered, t)}, "
+        f"ambiguous (shared with the user's other jobs) {_pct(io.ambiguous, t)} "
+        f"(split by evidence {_pct(io.by_evidence, t)}, "
+        f"by time {_pct(io.by_time, t)}), "
+        f"split pro rata at the job's edges {_pct(io.split, t)}"
+        + ("" if r.complete or r.running else "  [collectors have not read past the "
            "job's end yet: figures may grow]")
-        + (f"  [revised after late data: revision {r['revision']}]"
-           if (r.get("revision") or 1) > 1 else ""),
+        + (f"  [revised after late data: revision {r.revision}]"
+           if (r.revision or 1) > 1 else ""),
     ]
-    lines += lassi_line(r.get("lassi"))
+    lines += lassi_line(r.lassi)
     if targets:
         lines.append(f"  {'target':<22}{'read':>12}{'written':>12}{'meta ops':>10}")
-        for name, c in r["by_target"].items():
+        for name, c in io.by_target.items():
             meta = sum(v for k, v in c.items() if not k.startswith(("read", "write")))
             lines.append(f"  {display(name):<22}{human_bytes(c.get('read_bytes', 0)):>12}"
                          f"{human_bytes(c.get('write_bytes', 0)):>12}{meta:>10}")
     if timeline:
         lines.append(f"  {'time':<21}{'read':>12}{'written':>12}{'meta ops':>10}")
-        for ts, rb, wb, m in r["timeline"]:
-            lines.append(f"  {_iso(ts):<21}{human_bytes(rb):>12}{human_bytes(wb):>12}{m:>10}")
+        for ts, rb, wb, m in io.timeline:
+            lines.append(f"  {iso(ts):<21}{human_bytes(rb):>12}{human_bytes(wb):>12}{m:>10}")
     return "\n".join(lines)
 
 
@@ -165,32 +126,32 @@ def _num(x: float | None) -> str:
 
 
 # -- sacct-like parsable output ----------------------------------------------------------------
-FIELDS: dict[str, Any] = {
-    "jobid": lambda r: r["jobid"],
-    "jobidraw": lambda r: r["job"],
-    "cluster": lambda r: r.get("cluster"),
-    "user": lambda r: r["user"],
-    "uid": lambda r: r["uid"],
-    "jobname": lambda r: r["name"],
-    "account": lambda r: r["account"],
-    "partition": lambda r: r["partition"],
-    "state": lambda r: r["state"],
-    "start": lambda r: r["start"],
-    "end": lambda r: r["end"] or "Unknown",
-    "elapsed": lambda r: _elapsed(r["elapsed"]),
-    "nnodes": lambda r: len(r["nodes"]),
-    "nodelist": lambda r: ",".join(r["nodes"]),
-    "readbytes": lambda r: r["totals"].get("read_bytes", 0),
-    "writebytes": lambda r: r["totals"].get("write_bytes", 0),
-    "readreqs": lambda r: r["totals"].get("read_bytes_samples", 0),
-    "writereqs": lambda r: r["totals"].get("write_bytes_samples", 0),
-    "metaops": lambda r: r["quality"]["metadata_ops"],
-    "readkbops": lambda r: r["quality"]["read_kb_ops"],
-    "writekbops": lambda r: r["quality"]["write_kb_ops"],
-    "recoveredbytes": lambda r: (r["recovered"].get("read_bytes", 0)
-                                 + r["recovered"].get("write_bytes", 0)),
-    "ambiguousbytes": lambda r: (r["ambiguous"].get("read_bytes", 0)
-                                 + r["ambiguous"].get("write_bytes", 0)),
+FIELDS: dict[str, Callable[[JobReport], Any]] = {
+    "jobid": lambda r: r.info.jobid,
+    "jobidraw": lambda r: r.info.raw_id,
+    "cluster": lambda r: r.info.cluster,
+    "user": lambda r: r.info.user,
+    "uid": lambda r: r.info.uid,
+    "jobname": lambda r: r.info.name,
+    "account": lambda r: r.info.account,
+    "partition": lambda r: r.info.partition,
+    "state": lambda r: r.info.state,
+    "start": lambda r: iso(r.start),
+    "end": lambda r: iso(r.end) or "Unknown",
+    "elapsed": lambda r: _elapsed(r.elapsed),
+    "nnodes": lambda r: len(r.info.nodes),
+    "nodelist": lambda r: ",".join(r.info.nodes),
+    "readbytes": lambda r: r.io.totals.get("read_bytes", 0),
+    "writebytes": lambda r: r.io.totals.get("write_bytes", 0),
+    "readreqs": lambda r: r.io.totals.get("read_bytes_samples", 0),
+    "writereqs": lambda r: r.io.totals.get("write_bytes_samples", 0),
+    "metaops": lambda r: r.io.quality["metadata_ops"],
+    "readkbops": lambda r: r.io.quality["read_kb_ops"],
+    "writekbops": lambda r: r.io.quality["write_kb_ops"],
+    "recoveredbytes": lambda r: (r.io.recovered.get("read_bytes", 0)
+                                 + r.io.recovered.get("write_bytes", 0)),
+    "ambiguousbytes": lambda r: (r.io.ambiguous.get("read_bytes", 0)
+                                 + r.io.ambiguous.get("write_bytes", 0)),
 }
 DEFAULT_FORMAT = "JobID,User,State,Elapsed,NNodes,ReadBytes,WriteBytes,MetaOps"
 
@@ -200,7 +161,7 @@ class Column(NamedTuple):
     left-justified)."""
 
     name: str
-    get: Callable[[dict[str, Any]], Any]
+    get: Callable[[JobReport], Any]
     width: int | None
     left: bool
 
@@ -224,7 +185,7 @@ def parse_format(fmt: str) -> list[Column]:
                              f"{', '.join(sorted(FIELDS))}; or a Lustre counter such as "
                              "read_bytes, open, mkdir)")
         key = name.lower()
-        get = FIELDS.get(key) or (lambda r, k=key: r["totals"].get(k, 0))
+        get = FIELDS.get(key) or (lambda r, k=key: r.io.totals.get(k, 0))
         width = int(m.group("width")) if m.group("width") else None
         if width == 0:
             raise ValueError(f"width 0 in field {item!r} of --format")
@@ -238,7 +199,7 @@ def _value(v: Any) -> str:
     return "" if v is None else display(str(v))
 
 
-def parsable(reports: list[dict[str, Any]], fmt: str, *, header: bool = True) -> str:
+def parsable(reports: list[JobReport], fmt: str, *, header: bool = True) -> str:
     """`-P` output: `|`-separated, sacct's field names (case-insensitive), counters by
     Lustre name also accepted (e.g. `open`, `mkdir`). Widths are ignored, as by sacct."""
     cols = parse_format(fmt)
@@ -248,7 +209,7 @@ def parsable(reports: list[dict[str, Any]], fmt: str, *, header: bool = True) ->
     return "\n".join(out)
 
 
-def table(reports: list[dict[str, Any]], fmt: str, *, header: bool = True) -> str:
+def table(reports: list[JobReport], fmt: str, *, header: bool = True) -> str:
     """`-o` without `-P`: sacct's fixed-width table. A field is as wide as its `%N` (else as
     its widest value, at least its name), right-justified (`%-N`: left); a longer value is
     cut and ends in `+`, as in sacct."""

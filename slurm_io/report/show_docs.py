@@ -7,10 +7,12 @@ user's job comes back as missing, exactly like a job that does not exist.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import psycopg
+
+    from slurm_io.report.jobreport import JobReport
 
 
 class AmbiguousJob(ValueError):
@@ -28,7 +30,7 @@ def parse_clusters(text: str | None) -> list[str] | None:
 def show_documents(conn: psycopg.Connection, specs: list[str], user: str | None,
                    start: float | None, end: float | None, *, now: float,
                    resolution: float, clusters: list[str] | None = None,
-                   all_clusters: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+                   all_clusters: bool = False) -> tuple[list[JobReport], list[str]]:
     """(reports, missing): the reports of the jobs named by `specs` (sacct -j syntax, already
     checked against JOBID_ARG) and, when `user` is given, of that user's jobs that ran in
     [start, end]; `missing` names the specs with no job and no I/O.
@@ -37,8 +39,10 @@ def show_documents(conn: psycopg.Connection, specs: list[str], user: str | None,
     cluster's. Neither, and a spec names jobs of two clusters: AmbiguousJob (the database
     serves several clusters, so there is no "local" one to prefer as sacct does). Every run
     of a requeued job is a report of its own, like `sacct -D` lists them."""
-    from slurm_io.attribute.sql import JobInfo, find_jobs, user_jobs
-    from slurm_io.report.show import job_report, parse_job_spec
+    from slurm_io.jobs.info import JobInfo
+    from slurm_io.jobs.store import find_jobs, user_jobs
+    from slurm_io.report.figures import figures
+    from slurm_io.report.show import parse_job_spec
 
     infos: list[JobInfo] = []
     missing: list[str] = []
@@ -64,8 +68,8 @@ def show_documents(conn: psycopg.Connection, specs: list[str], user: str | None,
         infos += user_jobs(conn, user, end - 86400 if start is None else start, end)
     reports = []
     for info in infos:
-        r = job_report(conn, info, now=now, resolution=resolution)
-        if info.start is None and not r["totals"]:
+        r = figures(conn, info, now=now, resolution=resolution)
+        if info.start is None and not r.io.totals:
             missing.append(info.jobid)
             continue
         reports.append(r)

@@ -12,21 +12,17 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slurm_io.lassi.sql import has_tables
 from slurm_io.report import sql as q
+from slurm_io.store.sqlutil import has_tables
+from slurm_io.store.sqlutil import ts as _ts
 
 if TYPE_CHECKING:
     from psycopg import Connection
 
 HOUR = 3600.0
-
-
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
 
 
 @dataclass

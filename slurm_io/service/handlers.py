@@ -87,11 +87,11 @@ def show(conn: psycopg.Connection, cfg: Config, req: ShowRequest) -> dict[str, A
             all_clusters=clusters is not None and parse_clusters(clusters) is None)
     except AmbiguousJob as e:
         raise Refused(409, str(e)) from None
-    return {"schema": SCHEMA, "jobs": reports, "missing": missing}
+    return {"schema": SCHEMA, "jobs": [r.as_json() for r in reports], "missing": missing}
 
 
 def report(conn: psycopg.Connection, cfg: Config, req: ReportRequest) -> dict[str, Any]:
-    from slurm_io.attribute.sql import find_jobs
+    from slurm_io.jobs.store import find_jobs
     from slurm_io.mail.builder import MailBuilder, html_part, text_part
     from slurm_io.report.show_docs import parse_clusters
 

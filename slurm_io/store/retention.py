@@ -8,9 +8,9 @@ the site sets in years.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import psycopg
+
+from slurm_io.store.sqlutil import ts as _ts
 
 # (table, time column): what prune_results deletes, oldest tier last
 _RESULT_TABLES: tuple[tuple[str, str], ...] = (
@@ -19,10 +19,6 @@ _RESULT_TABLES: tuple[tuple[str, str], ...] = (
     ("lassi_fs_hour", "hour"),
     ("lassi_day", "day"),
 )
-
-
-def _ts(t: float) -> datetime:
-    return datetime.fromtimestamp(t, UTC)
 
 
 def prune_results(conn: psycopg.Connection, before: float) -> dict[str, int]:

@@ -12,7 +12,8 @@ import psycopg
 import pytest
 
 from slurm_io.attribute import batch
-from slurm_io.attribute.sql import attribute_job, pending_jobs, stored_job_io
+from slurm_io.attribute.batch import attribute_job
+from slurm_io.attribute.stored import pending_jobs, stored_job_io
 from slurm_io.simulate import simulate
 from tests.attribute.simulated import load
 

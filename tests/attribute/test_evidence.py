@@ -282,3 +282,19 @@ def test_a_job_that_printed_its_id_until_the_blind_entry_was_created_may_own_it(
     s = split(blind, WRITE, [A, B], e, [], now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions[1] == pytest.approx(0.75) and s.fractions[2] == pytest.approx(0.25)
+
+
+def test_the_time_rule_alone_for_measuring_ignores_what_the_jobs_did_by_their_id():
+    # core.attribute_by_time (bench/accuracy.py's baseline, no production path): the same
+    # delta as above is halved between the two jobs, all of it by time
+    from slurm_io.attribute.core import attribute_by_time
+
+    own = direct_around(1, 3400, 4720, per_read=300)
+    other = direct_around(2, 3400, 4720, per_read=100)
+    d_w = row(4000, 4120, wb=400)
+    io1 = attribute_by_time(A, own, [d_w], [A, B], now=20000)
+    io2 = attribute_by_time(B, other, [d_w], [A, B], now=20000)
+    assert io1.by_time == io2.by_time == {"write_bytes": 200} and io1.by_evidence == {}
+    with_evidence = attribute(A, own, [d_w], [A, B], now=20000, evidence=other)
+    assert with_evidence.by_evidence == {"write_bytes": 300}
+    assert io1.totals["write_bytes"] - io1.recovered["write_bytes"] == 300 * 10

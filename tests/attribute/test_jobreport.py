@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from slurm_io.attribute.core import JobWindow, attribute
-from slurm_io.attribute.sql import JobInfo
+from slurm_io.jobs.info import JobInfo
 from slurm_io.mail.view import build_view
 from slurm_io.model import IdClass
 from slurm_io.report.jobreport import JobReport
@@ -44,3 +44,24 @@ def test_the_mail_view_takes_the_typed_report_without_parsing_times_back():
     # the JSON form lost the half second; the typed one did not, and both show the same
     assert typed.start == from_json.start and typed.subject == from_json.subject
     assert typed.chart == from_json.chart and typed.write_bytes == 5 << 30
+
+
+def test_a_report_rebuilt_from_its_json_renders_as_the_service_sent_it():
+    # what `jobio --server show` does with the service's documents: the same lines, tables
+    # and JSON as the server would print, though the times crossed as whole local seconds
+    from slurm_io.lassi.summary import LassiSummary
+    from slurm_io.report.show import parsable, render, table
+
+    lassi = LassiSummary(["fs"], 2, 1.5, 0.25, 0.75, 0.125, 1, 1.0, 256.0,
+                         {"write_kb_ops": 2.0, "open": 0.5})
+    for end, now, revision in ((END, END + 60, 2), (None, START + 600.7, None)):
+        sent = JobReport(_info(end), _io(end), end is not None, revision, now, lassi)
+        doc = sent.as_json()
+        got = JobReport.from_json(doc, now=now + 5)  # the client's clock is its own
+        assert got.as_json() == doc
+        assert render(got, targets=True, timeline=True) == render(sent, targets=True,
+                                                                  timeline=True)
+        fmt = "JobID,JobIDRaw,User,Start,End,Elapsed,ReadBytes,WriteBytes,MetaOps,open"
+        assert parsable([got], fmt) == parsable([sent], fmt)
+        assert table([got], fmt) == table([sent], fmt)
+    assert "LASSi (fs, 2 h, 1 risky)" in render(got)

@@ -9,24 +9,26 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import (
-    attribute_jobs,
-    find_jobs,
-    pending_jobs,
-    stored_hours,
-    stored_job_io,
-)
-from slurm_io.jobs.store import upsert_jobs
+from slurm_io.attribute.batch import attribute_jobs
+from slurm_io.attribute.stored import pending_jobs, stored_hours, stored_job_io
+from slurm_io.jobs.info import JobInfo
+from slurm_io.jobs.store import find_jobs, upsert_jobs
 from slurm_io.model import Batch, ByteStats, Delta, DeltaFlag, IdClass, JobId, JobRecord
-from slurm_io.report.show import job_report
+from slurm_io.report.figures import figures
 from slurm_io.store.writer import write_batch
 
 T0 = 1_795_000_200.0  # on the hour boundary + 200 s
 UID = 4242
+
+
+def job_report(conn: psycopg.Connection, info: JobInfo, **kw: Any) -> dict[str, Any]:
+    """A job's report in its JSON form (`jobio show --json`), as the assertions read it."""
+    return figures(conn, info, **kw).as_json()
 
 
 def _job(job: int, start: float, end: float) -> JobRecord:
@@ -142,3 +144,40 @@ def test_late_job_missing_data_revises_the_stored_figures(two_jobs, tmp_path):
                           "show", "11", "--json"], capture_output=True, text=True, timeout=60)
     (j,) = json.loads(out.stdout)
     assert j["revision"] == 2 and j["ambiguous_evidence"]["write_bytes"] == 900
+
+
+def test_one_rule_gives_every_reader_stored_figures_when_complete_or_current(two_jobs):
+    """attribute.figures: stored when complete or current (no batch since), else computed;
+    every reader (show, the mails, the reporter, daily, LASSi) goes through it."""
+    from slurm_io.attribute.figures import figures as job_figures
+
+    with psycopg.connect(two_jobs) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        (info,) = find_jobs(conn, "11")
+        key = info.job
+        # complete and current: the stored row, even where computing would differ
+        conn.execute("UPDATE job_io SET totals = '{\"write_bytes\": 1}' WHERE job = %s", (key,))
+        f = job_figures(conn, info.window, now=T0 + 7200)
+        assert (f.io.totals, f.complete, f.revision) == ({"write_bytes": 1}, True, 1)
+        # incomplete but current: nothing came since, the stored row is what computing gives
+        conn.execute("UPDATE job_io SET complete = false WHERE job = %s", (key,))
+        f = job_figures(conn, info.window, now=T0 + 7200)
+        assert (f.io.totals, f.complete, f.revision) == ({"write_bytes": 1}, False, 1)
+        # complete, not current (a batch came since): still the stored, final figures --
+        # late data is re-attribution's (stale_jobs), so every reader shows one revision
+        conn.execute("UPDATE job_io SET complete = true WHERE job = %s", (key,))
+        conn.commit()
+        write_batch(conn, Batch("oss2", 1, T0 + 7300, ("fs-OST0001",), [], 0, 0, 0, 0))
+        f = job_figures(conn, info.window, now=T0 + 7200)
+        assert (f.io.totals, f.revision) == ({"write_bytes": 1}, 1)
+        # incomplete and not current: computed now, not stored
+        conn.execute("UPDATE job_io SET complete = false WHERE job = %s", (key,))
+        f = job_figures(conn, info.window, now=T0 + 7200)
+        assert f.revision is None and f.io.totals["write_bytes"] == 29 * 300 + 300
+        assert f.complete  # every collector read past the job's end
+        assert _stored(conn, 11).io.totals == {"write_bytes": 1}
+        # a job without stored figures: computed, with its hours (what LASSi takes)
+        conn.execute("DELETE FROM job_io WHERE job = %s", (key,))
+        f = job_figures(conn, info.window, now=T0 + 7200)
+        assert f.revision is None and f.io.totals["write_bytes"] == 29 * 300 + 300
+        assert sum(t.get("write_bytes", 0) for t, _ in f.io.hours.values()) == 29 * 300 + 300

@@ -11,8 +11,8 @@ import time
 import psycopg
 from click.testing import CliRunner
 
-from slurm_io.attribute.sql import find_jobs
 from slurm_io.cli import main
+from slurm_io.jobs.store import find_jobs
 from slurm_io.simulate.for_jobs import reads_for_jobs
 
 

@@ -24,8 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import find_jobs
-from slurm_io.jobs.store import newest_end
+from slurm_io.jobs.store import find_jobs, newest_end
 from slurm_io.jobs.sync import OVERLAP
 from slurm_io.simulate.for_jobs import reads_for_jobs
 from slurm_io.text import clean

@@ -12,8 +12,9 @@ import json
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import attribute_jobs, find_jobs, pending_jobs
-from slurm_io.jobs.store import job_key, resume_end, upsert_job_counts, upsert_jobs
+from slurm_io.attribute.batch import attribute_jobs
+from slurm_io.attribute.stored import pending_jobs
+from slurm_io.jobs.store import find_jobs, job_key, resume_end, upsert_job_counts, upsert_jobs
 from slurm_io.jobs.sync import source_cluster
 from slurm_io.model import Batch, ByteStats, Delta, DeltaFlag, IdClass, JobId, JobRecord
 from slurm_io.store.writer import write_batch

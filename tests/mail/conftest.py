@@ -9,7 +9,8 @@ from typing import NamedTuple
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+from slurm_io.attribute.batch import attribute_jobs
+from slurm_io.attribute.stored import pending_jobs
 from slurm_io.collect import daemon
 from slurm_io.jobs.sacct import parse_sacct
 from slurm_io.jobs.store import upsert_jobs

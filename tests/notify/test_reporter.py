@@ -120,7 +120,8 @@ def test_ready_jobs_are_mailed_once_each_with_a_deterministic_message_id(
 
 def test_a_job_jobio_attribute_stored_finally_is_mailed_without_attributing_again(
         db_dsn, smtp, tmp_path):
-    from slurm_io.attribute.sql import attribute_jobs, pending_jobs
+    from slurm_io.attribute.batch import attribute_jobs
+    from slurm_io.attribute.stored import pending_jobs
 
     sink, port = smtp
     ready_jobs(db_dsn, {111: "alice"})

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import data_complete_until
+from slurm_io.attribute.stored import data_complete_until
 
 pytestmark = [pytest.mark.pg]
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import RECOVERED_SQL
+from slurm_io.attribute.sql import BY_PAIR_SQL as RECOVERED_SQL
 from slurm_io.model import Batch, Delta, IdClass, JobId
 from slurm_io.store import partitions
 from slurm_io.store.writer import write_batch
@@ -60,7 +60,11 @@ def test_recovery_of_job_missing_deltas_reads_the_host_index(db_dsn: str) -> Non
         assert write_batch(conn, Batch("t", 1, T1, (), pairs, len(pairs), 0, 0, 0))
         conn.execute("SET enable_seqscan = off")  # a tiny table would be scanned otherwise
         t = datetime.fromtimestamp
-        params = (["n1", "n2"], 1001, t(T1 - 3600, UTC), t(T1 + 60, UTC), t(T1 + 86400, UTC))
+        # the pairs (n1, 1001), (n2, 1001), each in (T1 - 3600, T1 + 60), ending before
+        # T1 + 86400
+        lo, hi = t(T1 - 3600, UTC), t(T1 + 60, UTC)
+        params = (["n1", "n2"], [1001] * 2, [lo] * 2, [hi] * 2, 86400 - 60, lo,
+                  t(T1 + 86400, UTC))
         ((plan,),) = conn.execute("EXPLAIN (FORMAT JSON) " + RECOVERED_SQL, params).fetchall()
         rows = conn.execute(RECOVERED_SQL, params).fetchall()
     assert any("host_id" in name for name in _index_names(plan))

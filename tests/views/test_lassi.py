@@ -81,7 +81,7 @@ def test_compute_cli_and_show_hook(views_dsn):
     r = CliRunner().invoke(main, ["--dsn", views_dsn, "show", "102"])
     assert "LASSi (scratch, 2 h" in r.stdout
     with psycopg.connect(views_dsn) as conn:
-        assert lassi_sql.job_lassi(conn, 102)["write_kb_ops"] == pytest.approx(256)
+        assert lassi_sql.job_lassi(conn, 102).write_kb_ops == pytest.approx(256)
         assert lassi_sql.job_lassi(conn, 999) is None
 
 

@@ -13,21 +13,29 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from slurm_io.attribute.sql import attribute_jobs, find_jobs, pending_jobs
-from slurm_io.jobs.store import upsert_jobs
+from slurm_io.attribute.batch import attribute_jobs
+from slurm_io.attribute.stored import pending_jobs
+from slurm_io.jobs.info import JobInfo
+from slurm_io.jobs.store import find_jobs, upsert_jobs
 from slurm_io.model import Batch, ByteStats, Delta, DeltaFlag, IdClass, JobId, JobRecord
 from slurm_io.report import load as load_mod
-from slurm_io.report.show import job_report
+from slurm_io.report.figures import figures
 from slurm_io.store.writer import write_batch
 
 T0 = 1_795_000_200.0
 UID = 4343
 BLIND = 15  # the read (of 30) in which both jobs' I/O went to `:uid:host`
 JOBIO = str(Path(sys.executable).with_name("jobio"))
+
+
+def job_report(conn: psycopg.Connection, info: JobInfo, **kw: Any) -> dict[str, Any]:
+    """A job's report in its JSON form (`jobio show --json`), as the assertions read it."""
+    return figures(conn, info, **kw).as_json()
 
 
 def _job(job: int, start: float, end: float | None) -> JobRecord:

@@ -1,0 +1,40 @@
+"""Small helpers every query module shares: times as the server takes them, JIT off for
+reports, whether the LASSi tables exist.
+
+One copy here instead of one per query module (attribute, lassi, report, alerts, store each
+wrote its own `_ts`); a leaf of store/ that imports nothing of slurm_io.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import overload
+
+import psycopg
+
+
+@overload
+def ts(t: float) -> datetime: ...
+@overload
+def ts(t: None) -> None: ...
+def ts(t: float | None) -> datetime | None:
+    """Unix seconds as an aware UTC datetime (what a timestamptz parameter takes); None
+    stays None (SQL NULL)."""
+    return None if t is None else datetime.fromtimestamp(t, UTC)
+
+
+def no_jit(conn: psycopg.Connection) -> None:
+    """Turn JIT compilation off for the current transaction (the session when autocommit).
+
+    The row estimate of the bucket spreading (generate_series: 1000 rows) makes the planner
+    believe in millions of rows, and JIT then costs seconds on queries that take a fraction
+    of one; reports never profit from JIT anyway.
+    """
+    conn.execute("SET jit = off" if conn.autocommit else "SET LOCAL jit = off")
+
+
+def has_tables(conn: psycopg.Connection) -> bool:
+    """Whether the LASSi tables exist (sql/ migrations that add them may not have run):
+    readers of LASSi hours (show's summary, slowdown, alerts) answer 'none' otherwise."""
+    row = conn.execute("SELECT to_regclass('lassi_job_hour') IS NOT NULL").fetchone()
+    return bool(row and row[0])
