@@ -41,13 +41,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "parse", "repair", "delta", "simulate",
         "slurm.fields", "slurm.nodes", "slurm.scontrol", "slurm.sacct_json",
         "jobs.fields", "jobs.hookenv", "jobs.runs", "jobs.sacct", "jobs.spec",
-        "attribute.core", "attribute.evidence", "attribute.observed", "attribute.owners",
-        "attribute.shared_ids", "attribute.sizes", "lassi.metrics", "report.counters",
+        "jobs.info", "attribute.rows", "attribute.core", "attribute.evidence",
+        "attribute.observed", "attribute.owners", "attribute.sizes", "lassi.metrics",
+        "lassi.summary", "report.counters",
         "mail.view", "mail.view_model", "mail.advice", "mail.fmt", "alerts.rules",
     )),
     ("stores and adapters", (
         "store", "slurm", "munge", "notify.smtp", "notify.hookspool", "notify.queue",
-        "jobs.store", "jobs.source", "jobs.uids", "collect.source",
+        "jobs.store", "jobs.source", "jobs.uids", "collect.source", "attribute.stored",
     )),
     ("domain", (
         "attribute", "jobs", "lassi", "report", "mail", "notify", "alerts", "collect",

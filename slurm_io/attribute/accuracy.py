@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.attribute.batch import fetch_chunk
 from slurm_io.attribute.core import JobIO, attribute, attribute_by_time
 from slurm_io.jobs.info import JobWindow
 from slurm_io.jobs.store import find_jobs
+
+if TYPE_CHECKING:
+    import psycopg
 
 DIRECT_FORMS = ("exact", "fqdn", "job_only", "job_uid")
 

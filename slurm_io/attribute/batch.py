@@ -14,9 +14,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, NamedTuple
-
-import psycopg
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slurm_io.attribute import sql, stored
 from slurm_io.attribute.core import JobIO, attribute
@@ -25,6 +23,9 @@ from slurm_io.attribute.rows import DeltaRow
 from slurm_io.attribute.shared_ids import Owners
 from slurm_io.attribute.sql import MARGIN
 from slurm_io.jobs.info import JobInfo, JobWindow
+
+if TYPE_CHECKING:
+    import psycopg
 
 CHUNK = 250  # jobs per round of queries: bounds the rows held at once
 _EVIDENCE_MARGIN = MARGIN / 24  # deltas naming a competitor may come an hour late

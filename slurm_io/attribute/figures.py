@@ -23,14 +23,15 @@ and leaves storing to `jobio attribute`.
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
-
-import psycopg
+from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.attribute import stored
 from slurm_io.attribute.batch import attribute_job
 from slurm_io.attribute.core import JobIO
 from slurm_io.jobs.info import JobWindow
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 class Figures(NamedTuple):

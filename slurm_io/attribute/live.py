@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from slurm_io.attribute import sql
 from slurm_io.attribute.core import blind_stretches, evidence_index
 from slurm_io.attribute.evidence import FACETS, WINDOWS, Evidence, facet, split, target_kind
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
+
+if TYPE_CHECKING:
+    import psycopg
 
 Fractions = tuple[float, float, float]  # of the read, write and operations facets
 _AROUND = WINDOWS[-1] + 3600.0

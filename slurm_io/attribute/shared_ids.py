@@ -8,12 +8,15 @@ when the id is shared or the database knows several clusters.
 
 from __future__ import annotations
 
-import psycopg
+from typing import TYPE_CHECKING
 
 from slurm_io.attribute import sql
 from slurm_io.attribute.owners import Claimant, owner
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 class Owners:

@@ -121,14 +121,13 @@ def hook_dsn(dsn: str | None, state_dir: str | None) -> str:
     import pwd
     from pathlib import Path
 
-    from psycopg.conninfo import make_conninfo
-
     from slurm_io.paths import default_state_dir
+    from slurm_io.store.db import as_user
     from slurm_io.store.embedded import EmbeddedPostgres
 
     conninfo = EmbeddedPostgres(Path(state_dir) if state_dir else default_state_dir()).conninfo
     if os.geteuid() != 0:
-        conninfo = make_conninfo(conninfo, user=pwd.getpwuid(os.geteuid()).pw_name)
+        conninfo = as_user(conninfo, pwd.getpwuid(os.geteuid()).pw_name)
     return conninfo
 
 
@@ -303,11 +302,10 @@ def _connect(settings: _Settings) -> object:
         import site
 
         site.main()  # site-packages: psycopg, python-hostlist
-    import psycopg
+    from slurm_io.store.db import connect_once
 
-    dsn = hook_dsn(settings.dsn, settings.state_dir)
-    return psycopg.connect(dsn, connect_timeout=max(2, int(settings.db_timeout)),
-                           fallback_application_name="jobio-epilog")
+    return connect_once(hook_dsn(settings.dsn, settings.state_dir),
+                        timeout=settings.db_timeout, application="jobio-epilog")
 
 
 def main() -> None:

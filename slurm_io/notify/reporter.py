@@ -34,9 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.attribute.figures import figures
 from slurm_io.attribute.stored import data_complete_until, store_job_io
@@ -52,6 +50,10 @@ from slurm_io.notify.outcome import Outcome, PassResult, readiness
 from slurm_io.notify.reporter_settings import ReporterSettings, SacctJobsSource, smtp_settings
 from slurm_io.notify.smtp import OutcomeUnknown, Session, SmtpSettings, Undelivered
 from slurm_io.store.db import DatabaseLink
+from slurm_io.store.errors import ConnectionLost
+
+if TYPE_CHECKING:
+    import psycopg
 
 # names other modules import from here (settings and results live in their own modules)
 __all__ = ["NoRecipient", "PassResult", "Reporter", "ReporterSettings", "SacctJobsSource",
@@ -126,7 +128,7 @@ class Reporter:
                     break  # SIGTERM: between two jobs, never inside one
                 try:
                     self._process(conn, d.job, done_until, r)
-                except (psycopg.OperationalError, psycopg.InterfaceError):
+                except ConnectionLost:
                     raise  # the database went away: end the pass
                 except Exception as e:  # one job's bug must not hold up the others
                     log.exception("job %s: unexpected error", d.job)

@@ -8,13 +8,15 @@ one directly). The readers take the typed JobReport; JSON is made at the edges (
 from __future__ import annotations
 
 import time
-
-import psycopg
+from typing import TYPE_CHECKING
 
 from slurm_io.attribute import figures as attribute_figures
 from slurm_io.jobs.info import JobInfo
 from slurm_io.lassi.sql import job_lassi
 from slurm_io.report.jobreport import JobReport
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 def figures(conn: psycopg.Connection, info: JobInfo, *, now: float | None = None,

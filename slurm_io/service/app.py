@@ -21,9 +21,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from slurm_io import munge, text
 from slurm_io.config import Config
@@ -39,6 +37,10 @@ from slurm_io.service.requests import (
     ShowRequest,
     parse,
 )
+from slurm_io.store.errors import ConnectionLost, DatabaseError
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 MAX_BODY = 65536
@@ -104,7 +106,7 @@ class ServiceApp:
             conn = self._local.conn = None
             try:
                 conn = self._local.conn = self._connect()
-            except (psycopg.Error, RuntimeError, OSError) as e:
+            except (DatabaseError, RuntimeError, OSError) as e:
                 raise Refused(503, f"the service cannot reach its database: "
                               f"{str(e).strip().splitlines()[0] if str(e) else e}") from e
         return conn
@@ -153,7 +155,7 @@ class ServiceApp:
             return 200, self._dispatch(p.request, p.uid)
         except Refused as e:
             return e.status, refusal(e.status, str(e))
-        except psycopg.OperationalError as e:
+        except ConnectionLost as e:
             self._local.conn = None
             return 503, refusal(503, f"database error: {log_text(str(e).strip(), 200)}")
         except Exception:

@@ -14,16 +14,17 @@ import pwd
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import psycopg
-from psycopg import errors, sql
+from typing import TYPE_CHECKING, Any
 
 from slurm_io.config import Config
 from slurm_io.service import sql as service_sql
 from slurm_io.service.protocol import SCHEMA
 from slurm_io.service.requests import MailRequest, ReportRequest, ShowRequest, UsageRequest
 from slurm_io.store import accounts
+from slurm_io.store.errors import InsufficientPrivilege
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 class Refused(Exception):
@@ -51,15 +52,8 @@ def as_user(conn: psycopg.Connection, uid: int) -> Iterator[psycopg.Connection]:
     unless the block committed: mail preferences)."""
     name = role_of(uid)
     try:
-        # BEGIN, SET LOCAL ROLE and the check in one round trip (pipeline mode): on a
-        # service's request this was three of its eight round trips to PostgreSQL
-        with conn.pipeline():
-            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(name)))
-            cur = conn.execute(accounts.CURRENT_ROLE_CHECK_SQL)
-        row = cur.fetchone()
-    except (errors.InsufficientPrivilege, errors.InvalidParameterValue,
-            errors.UndefinedObject) as e:
-        conn.rollback()
+        row = service_sql.become(conn, name)
+    except service_sql.NoRole as e:
         raise Refused(403, f"no database role for {name} (uid {uid}) that the service may "
                       f"use: an administrator runs `jobio db users {name}`") from e
     if row is not None and row[1]:  # e.g. granted by `db users` before issue 18
@@ -131,7 +125,7 @@ def mail(conn: psycopg.Connection, cfg: Config, req: MailRequest, uid: int
     if req.enabled is not None:
         try:
             preferences.set_enabled(conn, target, req.enabled)  # commits
-        except errors.InsufficientPrivilege as e:
+        except InsufficientPrivilege as e:
             raise Refused(403, "the database refused: you may change your own choice "
                           f"only [{e.diag.message_primary}]") from e
         return {"schema": SCHEMA, "uid": target, "enabled": req.enabled}

@@ -112,3 +112,15 @@ class DatabaseLink:
             with contextlib.suppress(Exception):  # closing a dead connection may fail anyhow
                 self._conn.close()
         self._conn = None
+
+
+def as_user(conninfo: str, user: str) -> str:
+    """`conninfo` connecting as `user` (peer authentication as the caller's OS account)."""
+    return make_conninfo(conninfo, user=user)
+
+
+def connect_once(dsn: str, *, timeout: float, application: str) -> psycopg.Connection:
+    """One plain connection to `dsn`, given up after `timeout` seconds (libpq counts whole
+    seconds, at least 2): for short-lived callers such as the hook's background child."""
+    return psycopg.connect(dsn, connect_timeout=max(2, int(timeout)),
+                           fallback_application_name=application)
