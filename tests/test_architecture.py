@@ -26,8 +26,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "slurm_io"
 
