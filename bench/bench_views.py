@@ -39,7 +39,7 @@ def _dsn(args: argparse.Namespace) -> str:
 
 
 def main() -> None:
-    from slurm_io.lassi.sql import compute_day, day_bounds
+    from slurm_io.lassi.days import compute_day, day_bounds
     from slurm_io.report import daily
     from slurm_io.report import top as top_mod
     from slurm_io.store import migrate

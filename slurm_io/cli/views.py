@@ -251,7 +251,7 @@ def lassi_group() -> None:
 
 
 def _days(date_: str | None, start: str | None, end: str | None) -> list[Any]:
-    from slurm_io.lassi.sql import day_list
+    from slurm_io.lassi.days import day_list
     from slurm_io.timeparse import parse_day
 
     if date_ and (start or end):
@@ -283,7 +283,7 @@ def _days(date_: str | None, start: str | None, end: str | None) -> list[Any]:
 def lassi_compute(cfg: Config, date_: str | None, starttime: str | None, endtime: str | None,
                   a: float | None, baseline_days: int | None) -> None:
     """Compute and store the LASSi hours of a day (or of a range of days)."""
-    from slurm_io.lassi.sql import compute_day
+    from slurm_io.lassi.days import compute_day
 
     days = _days(date_, starttime, endtime)
     with connect_db(cfg) as conn, click.progressbar(days, label="computing LASSi metrics",

@@ -18,7 +18,7 @@ Ops metrics (request quality): read_kb_ops = read_ops * 1024 / read_kb, likewise
 1 for 1 MiB requests (ideal for Lustre), 256 for 4 KiB requests.
 
 Everything here works on `dict[str, float]` keyed by metric name; slurm_io.lassi.sql fetches
-and stores.
+and stores, slurm_io.lassi.days puts the two together.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class LassiSummary:
-    """Risk scores over a job's stored LASSi hours (lassi.sql.job_lassi)."""
+    """Risk scores over a job's stored LASSi hours (lassi.days.job_lassi)."""
 
     fs: list[str]
     hours: int

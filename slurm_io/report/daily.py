@@ -8,7 +8,7 @@
     OUT/jobs/<id>.html  a page per listed job (`jobio show` data and its LASSi hours)
 
 The LASSi hours of the day are computed first when they are not stored yet
-(slurm_io.lassi.sql.ensure_day). Everything else is a few set-based queries over the day.
+(slurm_io.lassi.days.ensure_day). Everything else is a few set-based queries over the day.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from email.utils import make_msgid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from slurm_io.lassi import days as lassi_days
 from slurm_io.lassi import metrics as M
 from slurm_io.lassi import sql as lassi_sql
 from slurm_io.notify import smtp
@@ -47,7 +48,7 @@ class Report:
     pngs: list[Path]
     job_pages: list[Path]
     summary: dict[str, Any]
-    computed: lassi_sql.DayResult | None
+    computed: lassi_days.DayResult | None
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -123,13 +124,13 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
     t = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     (out / "jobs").mkdir(exist_ok=True)
-    start, end = lassi_sql.day_bounds(day)
+    start, end = lassi_days.day_bounds(day)
     computed = None
     if recompute:
         say(f"computing LASSi metrics of {day}")
-        computed = lassi_sql.compute_day(conn, day, a=a, baseline_days=baseline_days, now=now)
+        computed = lassi_days.compute_day(conn, day, a=a, baseline_days=baseline_days, now=now)
     else:
-        computed = lassi_sql.ensure_day(conn, day, a=a, baseline_days=baseline_days, now=now)
+        computed = lassi_days.ensure_day(conn, day, a=a, baseline_days=baseline_days, now=now)
         if computed is not None:
             say(f"computed LASSi metrics of {day} ({computed.job_hours} job hours)")
     timings["lassi"] = time.perf_counter() - t

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from slurm_io.attribute import figures as attribute_figures
 from slurm_io.jobs.info import JobInfo
-from slurm_io.lassi.sql import job_lassi
+from slurm_io.lassi.days import job_lassi
 from slurm_io.report.jobreport import JobReport
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from datetime import date
 import psycopg
 import pytest
 
-from slurm_io.lassi.sql import compute_day
+from slurm_io.lassi.days import compute_day
 from tests.views import data
 
 

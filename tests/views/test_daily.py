@@ -62,7 +62,7 @@ def test_plots_are_not_blank(report):
 
 
 def test_heatmap_counts_use_log_bins(views_dsn):
-    start, end = daily.lassi_sql.day_bounds(DAY)
+    start, end = daily.lassi_days.day_bounds(DAY)
     with psycopg.connect(views_dsn) as conn:
         c = daily.heatmap_counts(conn, start, end, 120.0, base=4.0)
     b = int((start + 10.5 * 3600) // 120)  # 10:30-10:32

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from slurm_io.cli import main
+from slurm_io.lassi import days as lassi_days
 from slurm_io.lassi import sql as lassi_sql
 from tests.views import data
 
@@ -81,8 +82,8 @@ def test_compute_cli_and_show_hook(views_dsn):
     r = CliRunner().invoke(main, ["--dsn", views_dsn, "show", "102"])
     assert "LASSi (scratch, 2 h" in r.stdout
     with psycopg.connect(views_dsn) as conn:
-        assert lassi_sql.job_lassi(conn, 102).write_kb_ops == pytest.approx(256)
-        assert lassi_sql.job_lassi(conn, 999) is None
+        assert lassi_days.job_lassi(conn, 102).write_kb_ops == pytest.approx(256)
+        assert lassi_days.job_lassi(conn, 999) is None
 
 
 def test_users_see_the_lassi_hours_of_their_own_jobs_only(views_dsn):
