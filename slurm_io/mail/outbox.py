@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from slurm_io.jobs.info import JobInfo
 
 # Characters kept as they are in a file name; every other one is %xx (its UTF-8 bytes, in
-# lower-case hex). Lower case only (a case-insensitive filesystem would fold `Lab` onto `lab`); `-` separates
-# the parts, so a job id never holds one (a cluster may: the job id is found from the right).
+# lower-case hex). Lower case only (a case-insensitive filesystem would fold `Lab` onto
+# `lab`); `-` separates the parts, so a job id never holds one (a cluster may: the job id
+# is found from the right).
 _CLUSTER_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._+-")
 _JOBID_SAFE = _CLUSTER_SAFE - {"-"}
 
