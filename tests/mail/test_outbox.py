@@ -5,6 +5,7 @@ number their jobs alike and a requeued job runs twice (docs/mail.md "Mails as fi
 from __future__ import annotations
 
 import email
+from email import policy
 from pathlib import Path
 
 import psycopg
@@ -81,7 +82,7 @@ def test_two_clusters_a_requeued_run_and_an_array_task_get_a_file_each(db_dsn: s
         f"{n}.{ext}" for n in ("job-lab-4711", "job-lab-4711-r1", "job-other-4711",
                                "job-lab-8200_3") for ext in ("eml", "html"))
     for path in box.written:
-        msg = email.message_from_bytes(path.read_bytes())
+        msg = email.message_from_bytes(path.read_bytes(), policy=policy.default)
         jobid = path.stem.split("-")[2]
-        assert msg["Subject"].startswith(f"[slurm-io] job {jobid} ("), msg["Subject"]
+        assert msg["Subject"].strip().startswith(f"[slurm-io] job {jobid} ("), msg["Subject"]
         assert "<html" in path.with_suffix(".html").read_text().lower()
