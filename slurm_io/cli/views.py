@@ -143,8 +143,8 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     elif reports:
         click.echo("\n\n".join(show_mod.render(r, targets=targets, timeline=timeline)
                                 for r in reports))
-    for j in missing:
-        click.echo(f"jobio: job {j}: no such job, or no I/O recorded for it", err=True)
+    for m in missing:
+        click.echo(f"jobio: {m.line}", err=True)
     if missing:
         sys.exit(1)
 

@@ -14,6 +14,7 @@ import click
 
 from slurm_io.client.http import ServiceError, call
 from slurm_io.config import Config
+from slurm_io.report.show_docs import Missing, why_missing
 from slurm_io.service.protocol import SCHEMA
 
 
@@ -33,7 +34,9 @@ def _call(cfg: Config, method: str, path: str, params: list[tuple[str, str]]) ->
 
 def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | None,
                end: float | None, clusters: str | None = None
-               ) -> tuple[list[dict[str, Any]], list[str]]:
+               ) -> tuple[list[dict[str, Any]], list[Missing]]:
+    """The service's documents of `jobio show` and the jobs it has nothing for, with the line
+    the service says why (a service older than `why` gets the line that says no more)."""
     params = [("jobid", j) for j in jobids]
     if clusters is not None:
         params.append(("clusters", clusters))
@@ -44,7 +47,10 @@ def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | 
         if end is not None:
             params.append(("end", repr(end)))
     doc = _call(cfg, "GET", "/v1/show", params)
-    return doc["jobs"], doc["missing"]
+    ids, why = doc["missing"], doc.get("why")
+    if not isinstance(why, list) or len(why) != len(ids):
+        why = [why_missing(j, None) for j in ids]
+    return doc["jobs"], [Missing(j, line) for j, line in zip(ids, why, strict=True)]
 
 
 def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None,

@@ -81,7 +81,9 @@ def show(conn: psycopg.Connection, cfg: Config, req: ShowRequest) -> dict[str, A
             all_clusters=clusters is not None and parse_clusters(clusters) is None)
     except AmbiguousJob as e:
         raise Refused(409, str(e)) from None
-    return {"schema": SCHEMA, "jobs": [r.as_json() for r in reports], "missing": missing}
+    # `why` (one line per missing id) came after `missing`: an older client ignores it
+    return {"schema": SCHEMA, "jobs": [r.as_json() for r in reports],
+            "missing": [m.jobid for m in missing], "why": [m.line for m in missing]}
 
 
 def report(conn: psycopg.Connection, cfg: Config, req: ReportRequest) -> dict[str, Any]:

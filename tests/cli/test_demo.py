@@ -9,8 +9,10 @@ $SLURM_IO_STATE_DIR (slurm_io/paths.py), the way an installation would move it.
 
 from __future__ import annotations
 
+import email
 import re
 import subprocess
+from email import policy
 from pathlib import Path
 
 import psycopg
@@ -37,6 +39,17 @@ def test_after_the_demo_jobio_jobid_works_with_no_flags_and_db_stop_stops_it(new
     demo = jobio("demo", "--out", str(home / "out"), **run, timeout=900)
     assert demo.returncode == 0, demo.stderr
     shown = re.findall(r"^jobio (\d+)   #", demo.stdout, re.M)
+    # the mails as files are named by the job as sacct shows it, not by a row key
+    mails = sorted((home / "out" / "mails").glob("*.eml"))
+    assert mails, demo.stdout
+    for path in mails:
+        named = re.fullmatch(r"job-([a-z0-9._+%-]+)-(\d[0-9_+]*)(-r\d+)?\.eml", path.name)
+        assert named, path.name
+        assert int(named[2].split("_")[0].split("+")[0]) < 2**32, path.name
+        msg = email.message_from_bytes(path.read_bytes(), policy=policy.default)
+        subject = str(msg["Subject"]).strip()
+        assert subject.startswith(f"[slurm-io] job {named[2]} ("), (path.name, subject)
+        assert path.with_suffix(".html").is_file()
     assert shown, demo.stdout
     assert "--dsn" not in demo.stdout.splitlines()[-1]  # its hint works as printed, too
     for jobid in shown:

@@ -160,6 +160,44 @@ def site(pg_dsn: str, db: str, uids: dict[str, int],  # noqa: F811
     return s
 
 
+# Jobs the job table knows but that never started (or whose start it has not learnt yet):
+# `jobio show` says what is missing for each. key -> (owner, the line after "jobio: ").
+UNSTARTED_JOBS = {
+    8110: ("alice", "job 8110 is pending: no I/O before it starts"),
+    8111: ("alice", "job 8111 ended (CANCELLED) before it started: no I/O"),
+    8112: ("alice", "job 8112 has no start time recorded yet (sacct/hook not synced)"),
+    8310: ("bob", "job 8310 is pending: no I/O before it starts"),
+}
+
+
+@pytest.fixture(scope="module")
+def unstarted_jobs(site: Site, uids: dict[str, int]) -> dict[int, tuple[str, str]]:  # noqa: F811
+    """UNSTARTED_JOBS stored as Slurm tells them: sacct -P text of two pending jobs and one
+    cancelled while pending, and the job-end hook's record of a 22.05 controller (no start,
+    end nor state in EpilogSlurmctld's environment) before any sacct sync."""
+    from slurm_io.jobs.hookenv import record_from_hook_env
+    from slurm_io.jobs.sacct import parse_sacct
+    from slurm_io.jobs.store import upsert_jobs
+
+    head = "JobID|JobIDRaw|User|UID|Account|Partition|JobName|NodeList|Submit|Start|End|State"
+    rows = [f"8110|8110|alice|{uids['alice']}|proj|batch|wait|None assigned|"
+            "2024-04-03T08:00:00|Unknown|Unknown|PENDING",
+            f"8111|8111|alice|{uids['alice']}|proj|batch|gone|None assigned|"
+            "2024-04-03T08:00:00|None|2024-04-03T09:00:00|CANCELLED by 0",
+            f"8310|8310|bob|{uids['bob']}|proj|batch|wait|None assigned|"
+            "2024-04-03T08:00:00|Unknown|Unknown|PENDING"]
+    records, problems = parse_sacct("\n".join([head, *rows]) + "\n", tz=UTC)
+    assert not problems
+    records.append(record_from_hook_env({
+        "SLURM_JOB_ID": "8112", "SLURM_JOB_UID": str(uids["alice"]), "SLURM_JOB_USER": "alice",
+        "SLURM_JOB_ACCOUNT": "proj", "SLURM_JOB_PARTITION": "batch",
+        "SLURM_JOB_NODELIST": "node01", "SLURM_JOB_EXIT_CODE2": "0:0"}))
+    with psycopg.connect(site.superuser_dsn) as conn:
+        upsert_jobs(conn, records)
+        conn.commit()
+    return UNSTARTED_JOBS
+
+
 def as_json(proc: subprocess.CompletedProcess[str]) -> object:
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)

@@ -99,6 +99,30 @@ def test_through_the_service_a_user_sees_no_other_users_job_and_an_admin_does(
     assert bob == as_json(carol)
 
 
+def test_through_the_service_a_job_not_started_says_what_is_missing_as_locally(
+        service: Service, unstarted_jobs: dict[int, tuple[str, str]]) -> None:
+    ids = [str(j) for j in unstarted_jobs]
+    proc = service.run("alice", "show", *ids)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    local = run_as("alice", service.site.jobio, ["show", *ids], config=service.site.config(
+        "alice-local", f'dsn = "{service.site.user_dsn}"\n'))
+    assert proc.stderr == local.stderr
+    assert proc.stderr.splitlines() == [
+        f"jobio: {line}" if owner == "alice" else f"jobio: job {job}: no such job, or no I/O "
+        "recorded for it" for job, (owner, line) in unstarted_jobs.items()]
+    # the service's answer to alice: the ids as before, and the line for each beside them
+    target = "/v1/show?jobid=8110&jobid=8310"
+    cred = subprocess.run(
+        [RUNUSER, "-u", "alice", "--", "munge", "-S", service.sock],
+        input=request_payload("GET", target, b""), capture_output=True, check=True,
+    ).stdout.decode().strip()
+    doc = call(service.url, "GET", "/v1/show", [("jobid", "8110"), ("jobid", "8310")],
+               ca_file=service.ca, credential=cred)
+    assert (doc["jobs"], doc["missing"]) == ([], ["8110", "8310"])
+    assert doc["why"] == ["job 8110 is pending: no I/O before it starts",
+                          "job 8310: no such job, or no I/O recorded for it"]
+
+
 def test_report_and_mail_through_the_service(service: Service) -> None:
     text = service.run("alice", "report", "8101")
     assert text.returncode == 0, text.stderr

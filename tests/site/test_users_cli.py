@@ -143,3 +143,21 @@ def test_admin_only_commands_refuse_a_user_in_one_line(site: Site, user_config: 
               if line.startswith(("jobio: ", "Error: "))]
     assert len(errors) == 1, proc.stderr  # (a progress label may come before it)
     assert "permission denied" in errors[0]
+
+
+def test_a_job_that_has_not_started_says_what_is_missing(
+        site: Site, user_config: Path, unstarted_jobs: dict[int, tuple[str, str]]) -> None:
+    ids = [str(j) for j in unstarted_jobs]
+    proc = alice(site, user_config, "show", *ids)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    # bob's pending job is no such job for alice: nothing of another user's row shows
+    assert proc.stderr.splitlines() == [
+        f"jobio: {line}" if owner == "alice" else f"jobio: job {job}: no such job, or no I/O "
+        "recorded for it" for job, (owner, line) in unstarted_jobs.items()]
+    assert root(site, "show", *ids).stderr.splitlines() == [
+        f"jobio: {line}" for _, line in unstarted_jobs.values()]
+    # beside a job with I/O: that job as always, the pending one said, exit 1
+    both = alice(site, user_config, "8101", "8110")
+    assert both.returncode == 1
+    assert both.stdout == alice(site, user_config, "8101").stdout
+    assert both.stderr == "jobio: job 8110 is pending: no I/O before it starts\n"
