@@ -147,15 +147,7 @@ def advice(w: JobWindow, findings: list[Finding], rules: Rules,
     """The job report's advice texts for what was found (computed on the window, with the
     report's thresholds where the window passes them, else with none: the rules above
     decided already, this only picks the texts)."""
-    report = {"totals": w.totals, "nodes": list(w.nodes), "elapsed": rules.window,
-              "quality": {"write_kb_ops": lassi.kb_ops(w.totals.get("write_bytes_samples", 0),
-                                                       w.totals.get("write_bytes", 0) / 1024),
-                          "read_kb_ops": lassi.kb_ops(w.totals.get("read_bytes_samples", 0),
-                                                      w.totals.get("read_bytes", 0) / 1024),
-                          "write_mean_size": (w.totals.get("write_bytes", 0) /
-                                              w.totals["write_bytes_samples"]
-                                              if w.totals.get("write_bytes_samples") else None),
-                          }}
+    report = WindowFigures(w.totals, window_quality(w.totals), w.nodes, rules.window)
     every = view.Thresholds(kb_ops=0.0, min_requests=0, metadata_per_node_hour=0.0,
                             min_metadata_ops=0)
     found = {f.kind for f in findings}
@@ -167,6 +159,28 @@ def advice(w: JobWindow, findings: list[Finding], rules: Rules,
     texts = {a.key: a for a in view.advice(report, every)}
     texts.update({a.key: a for a in view.advice(report, thresholds or view.Thresholds())})
     return tuple(texts[k] for k in ("small_writes", "metadata") if k in wanted and k in texts)
+
+
+@dataclass(frozen=True)
+class WindowFigures:
+    """A running job's window as the advice rules read it (mail.advice.Figures): the
+    window's totals and quality over its length, so alerts and mails share one rule set."""
+
+    totals: Mapping[str, float]
+    quality: Mapping[str, Any]
+    nodes: tuple[str, ...]
+    elapsed: float
+
+
+def window_quality(totals: Mapping[str, float]) -> dict[str, Any]:
+    """The part of a report's quality block the advice reads, from a window's totals."""
+    return {"write_kb_ops": lassi.kb_ops(totals.get("write_bytes_samples", 0),
+                                         totals.get("write_bytes", 0) / 1024),
+            "read_kb_ops": lassi.kb_ops(totals.get("read_bytes_samples", 0),
+                                        totals.get("read_bytes", 0) / 1024),
+            "write_mean_size": (totals.get("write_bytes", 0) / totals["write_bytes_samples"]
+                                if totals.get("write_bytes_samples") else None),
+            }
 
 
 def _meta_risky(findings: list[Finding]) -> bool:

@@ -3,12 +3,14 @@
 Apart from slurm_io.mail.view (which lays out the whole report) because this is the part a
 site tunes and reads on its own: the thresholds (Thresholds, site-configurable) and the
 tips given to users. Alerts (slurm_io.alerts.rules) give the same advice on a running job's
-window, so both must read the same rules. Pure: a job report's dict in, Advice out.
+window, so both must read the same rules. Pure: the figures the rules read (`Figures`: a
+report.jobreport.JobReport, or the alerts' window of a running job) in, Advice out.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from slurm_io.mail.fmt import fmt_count, fmt_pct, fmt_si, fmt_size
 from slurm_io.mail.view_model import STORM_OPS, Advice, Thresholds
@@ -16,17 +18,33 @@ from slurm_io.mail.view_model import STORM_OPS, Advice, Thresholds
 _THRESHOLDS = Thresholds()  # the defaults (a frozen value, shared)
 
 
-def _share_known(q: dict[str, Any], kind: str, t: Thresholds) -> float | None:
+class Figures(Protocol):
+    """What the advice rules read of a job, so that a finished job's report
+    (report.jobreport.JobReport) and a running job's window (alerts.rules) get the same
+    words from the same rules without either being dressed up as the other."""
+
+    @property
+    def totals(self) -> Mapping[str, float]: ...
+    @property
+    def quality(self) -> Mapping[str, Any]: ...
+    @property
+    def nodes(self) -> Sequence[str]: ...
+    @property
+    def elapsed(self) -> float | None: ...
+
+
+def share_known(q: Mapping[str, Any], kind: str, t: Thresholds) -> float | None:
+    """The share of small requests of `kind`, or None where the histograms or bounds tell
+    it for too few requests to be trusted (shared with the quality table of mail.view)."""
     share = q.get(f"{kind}_small_share")
     basis = q.get(f"{kind}_small_share_basis") or 0.0
     return share if share is not None and basis >= t.min_share_basis else None
 
 
-
-def node_hours(r: dict[str, Any]) -> float:
+def node_hours(r: Figures) -> float:
     """The job's node-hours for metadata rates: nodes × elapsed, at least one node-minute."""
-    nodes = max(1, len(r.get("nodes") or ()))
-    elapsed = r.get("elapsed")
+    nodes = max(1, len(r.nodes or ()))
+    elapsed = r.elapsed
     return nodes * max(60.0, float(elapsed if elapsed is not None else 3600)) / 3600
 
 
@@ -50,13 +68,13 @@ SMALL_READ_TIPS = (
 )
 
 
-def _small_io_advice(r: dict[str, Any], kind: str, t: Thresholds) -> Advice | None:
-    q, tot = r.get("quality") or {}, r.get("totals") or {}
+def _small_io_advice(r: Figures, kind: str, t: Thresholds) -> Advice | None:
+    q, tot = r.quality or {}, r.totals or {}
     requests = float(tot.get(f"{kind}_bytes_samples", 0))
     if requests < t.min_requests:
         return None
     kb_ops = q.get(f"{kind}_kb_ops")
-    share = _share_known(q, kind, t)
+    share = share_known(q, kind, t)
     by_ops = kb_ops is not None and kb_ops > t.kb_ops
     by_share = share is not None and share > t.small_share
     if not (by_ops or by_share):
@@ -74,8 +92,8 @@ def _small_io_advice(r: dict[str, Any], kind: str, t: Thresholds) -> Advice | No
                   SMALL_WRITE_TIPS if kind == "write" else SMALL_READ_TIPS)
 
 
-def _metadata_advice(r: dict[str, Any], t: Thresholds) -> Advice | None:
-    tot = r.get("totals") or {}
+def _metadata_advice(r: Figures, t: Thresholds) -> Advice | None:
+    tot = r.totals or {}
     nh = node_hours(r)
     storms = [(op, tot[op]) for op in STORM_OPS
               if tot.get(op, 0) >= t.min_metadata_ops
@@ -107,7 +125,7 @@ def _metadata_advice(r: dict[str, Any], t: Thresholds) -> Advice | None:
     return Advice("metadata", "Heavy metadata load", finding, tuple(tips))
 
 
-def advice(r: dict[str, Any], t: Thresholds = _THRESHOLDS) -> tuple[Advice, ...]:
+def advice(r: Figures, t: Thresholds = _THRESHOLDS) -> tuple[Advice, ...]:
     """Plain advice for a poor I/O pattern; empty for a healthy job."""
     found = [_small_io_advice(r, "write", t), _small_io_advice(r, "read", t),
              _metadata_advice(r, t)]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jinja2
 
@@ -144,10 +144,9 @@ class MailBuilder:
     def job_info(conn: psycopg.Connection, job: int) -> JobInfo | None:
         return job_by_key(conn, int(job))
 
-    def decide(self, conn: psycopg.Connection, info: JobInfo,
-               report: JobReport | dict[str, Any]) -> Decision:
+    def decide(self, conn: psycopg.Connection, info: JobInfo, report: JobReport) -> Decision:
         s = self.settings
-        t = (report.io.totals if isinstance(report, JobReport) else report.get("totals")) or {}
+        t = report.totals or {}
         total = int(t.get("read_bytes", 0)) + int(t.get("write_bytes", 0))
         small = s.policy == "above_size" and total < s.min_bytes
         slurm = None if s.policy == "off" or small else self.lookup(info.raw_id)
@@ -165,25 +164,24 @@ class MailBuilder:
         to = address_for(info.user, None, domain=s.domain, address=s.address, uid=info.uid)
         return self.message(report, to=to, reason=None)
 
-    def view(self, report: JobReport | dict[str, Any]) -> JobView:
+    def view(self, report: JobReport) -> JobView:
         return build_view(report, self.settings.thresholds,
                           resolution=self.settings.resolution)
 
-    def render_parts(self, report: JobReport | dict[str, Any], *,
+    def render_parts(self, report: JobReport, *,
                      to: tuple[str, ...] | list[str] = (),
                      reason: str | None = None) -> tuple[str, str, JobView]:
         """(text part, HTML part, view) of a job report (the templates' `report` is its
-        JSON form)."""
+        JSON form, made here at the templates' edge)."""
         v = self.view(report)
-        raw = report.as_json() if isinstance(report, JobReport) else report
-        ctx = {"v": v, "report": raw,
+        ctx = {"v": v, "report": report.as_json(),
                "mail": {"to": list(to), "reason": reason, "sender": self.settings.from_address,
                         "policy": self.settings.policy}}
         text = self.env.get_template(TEXT_TEMPLATE).render(ctx)
         html = self.env.get_template(HTML_TEMPLATE).render(ctx)
         return text, html, v
 
-    def message(self, report: JobReport | dict[str, Any], *, to: tuple[str, ...] | list[str] = (),
+    def message(self, report: JobReport, *, to: tuple[str, ...] | list[str] = (),
                 reason: str | None = None) -> EmailMessage:
         text, html, v = self.render_parts(report, to=to, reason=reason)
         sender = self.settings.from_address

@@ -1,4 +1,7 @@
-"""What the mail templates print: a job report (report.jobreport) -> a view model. Pure.
+"""What the mail templates print: a job report (report.jobreport.JobReport) -> a view model.
+
+Pure, and typed: it reads the report's attributes (its times stay unix seconds until the labels
+here); the JSON form exists only at the CLI and service edges (`as_json`/`from_json`).
 
 Every decision lives here so that the templates stay thin and sites can rewrite them without
 re-implementing anything: formatted sizes and rates, the timeline's bars (percent widths, for
@@ -18,16 +21,17 @@ Advice rules (thresholds in `Thresholds`, configurable under `[mail.advice]`):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from slurm_io.mail.advice import (
     SMALL_READ_TIPS,
     SMALL_WRITE_TIPS,
-    _share_known,
+    Figures,
     advice,
     node_hours,
+    share_known,
 )
 from slurm_io.mail.fmt import (
     fmt_count,
@@ -57,6 +61,7 @@ from slurm_io.mail.view_model import (
     Thresholds,
 )
 from slurm_io.report.counters import human_bytes
+from slurm_io.report.jobreport import JobReport, iso
 from slurm_io.text import header
 
 _THRESHOLDS = Thresholds()  # the defaults (a frozen value, shared)
@@ -76,6 +81,7 @@ __all__ = [
     "Advice",
     "Chart",
     "ChartRow",
+    "Figures",
     "JobView",
     "MetaRow",
     "Provenance",
@@ -107,24 +113,17 @@ def _clean(text: Any, limit: int = 80) -> str:
     return header(str(text), limit)
 
 
-def _iso_label(iso: str | None) -> str:
-    return "-" if not iso else iso.replace("T", " ")
+def _time_label(t: float | None) -> str:
+    """A time as the mail prints it: the local ISO time of the JSON form, with a space."""
+    s = iso(t)
+    return "-" if not s else s.replace("T", " ")
 
 
-def _epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    try:
-        return datetime.fromisoformat(iso).timestamp()
-    except ValueError:
-        return None
-
-
-def _bytes(c: dict[str, Any]) -> int:
+def _bytes(c: Mapping[str, Any]) -> int:
     return int(c.get("read_bytes", 0)) + int(c.get("write_bytes", 0))
 
 
-def _meta(c: dict[str, Any]) -> int:
+def _meta(c: Mapping[str, Any]) -> int:
     from slurm_io.model import METADATA_OPS
 
     return int(sum(v for k, v in c.items() if k in METADATA_OPS))
@@ -202,15 +201,15 @@ def _rating(kb_ops: float | None, share: float | None, requests: float,
     return "good"
 
 
-def quality_rows(r: dict[str, Any], t: Thresholds) -> tuple[QualityRow, ...]:
-    q, tot = r.get("quality") or {}, r.get("totals") or {}
+def quality_rows(r: Figures, t: Thresholds) -> tuple[QualityRow, ...]:
+    q, tot = r.quality or {}, r.totals or {}
     rows = []
     for kind, label in (("read", "Reads"), ("write", "Writes")):
         requests = float(tot.get(f"{kind}_bytes_samples", 0))
         kb_ops = q.get(f"{kind}_kb_ops")
         share = q.get(f"{kind}_small_share")
         basis = q.get(f"{kind}_small_share_basis") or 0.0
-        rating = _rating(kb_ops, _share_known(q, kind, t), requests, t)
+        rating = _rating(kb_ops, share_known(q, kind, t), requests, t)
         name, fg, bg = RATINGS[rating]
         if rating == "none" and requests:
             name = "few requests"
@@ -223,8 +222,8 @@ def quality_rows(r: dict[str, Any], t: Thresholds) -> tuple[QualityRow, ...]:
     return tuple(rows)
 
 
-def metadata_rows(r: dict[str, Any], t: Thresholds) -> tuple[MetaRow, ...]:
-    tot = r.get("totals") or {}
+def metadata_rows(r: Figures, t: Thresholds) -> tuple[MetaRow, ...]:
+    tot = r.totals or {}
     nh = node_hours(r)
     rows = []
     for op, n in sorted(((k, v) for k, v in tot.items() if k in META_NAMES and v),
@@ -236,10 +235,10 @@ def metadata_rows(r: dict[str, Any], t: Thresholds) -> tuple[MetaRow, ...]:
 
 
 # -- targets and provenance --------------------------------------------------------------------
-def target_rows(r: dict[str, Any], top: int = 5) -> tuple[tuple[TargetRow, ...], int]:
+def target_rows(r: JobReport, top: int = 5) -> tuple[tuple[TargetRow, ...], int]:
     """The `top` targets by bytes, then every metadata target (MDT); and how many were left."""
-    by_target: dict[str, dict[str, Any]] = r.get("by_target") or {}
-    total = _bytes(r.get("totals") or {})
+    by_target: Mapping[str, Mapping[str, Any]] = r.io.by_target or {}
+    total = _bytes(r.io.totals or {})
     data = sorted((n for n, c in by_target.items() if _bytes(c) > 0),
                   key=lambda n: (-_bytes(by_target[n]), n))
     meta = sorted((n for n, c in by_target.items() if _bytes(c) == 0 and _meta(c) > 0),
@@ -255,9 +254,9 @@ def target_rows(r: dict[str, Any], top: int = 5) -> tuple[tuple[TargetRow, ...],
     return tuple(rows), len(by_target) - len(shown)
 
 
-def provenance(r: dict[str, Any]) -> Provenance:
-    tot = r.get("totals") or {}
-    rec, amb, spl = (r.get(k) or {} for k in ("recovered", "ambiguous", "split"))
+def provenance(r: JobReport) -> Provenance:
+    tot = r.io.totals or {}
+    rec, amb, spl = (part or {} for part in (r.io.recovered, r.io.ambiguous, r.io.split))
     if _bytes(tot):
         basis, measure = "bytes", _bytes
     else:
@@ -284,9 +283,9 @@ def provenance(r: dict[str, Any]) -> Provenance:
                       fmt_pct(ss), rs, as_, tuple(notes))
 
 
-def subject(r: dict[str, Any]) -> str:
-    tot = r.get("totals") or {}
-    name = f" ({_clean(r['name'], 60)})" if r.get("name") else ""
+def subject(r: JobReport) -> str:
+    tot = r.io.totals or {}
+    name = f" ({_clean(r.info.name, 60)})" if r.info.name else ""
     if _bytes(tot):
         what = (f"{human_bytes(tot.get('write_bytes', 0))} written, "
                 f"{human_bytes(tot.get('read_bytes', 0))} read")
@@ -294,7 +293,7 @@ def subject(r: dict[str, Any]) -> str:
         what = f"{fmt_count(_meta(tot))} metadata operations, no data"
     else:
         what = "no Lustre I/O recorded"
-    return f"[slurm-io] job {r['jobid']}{name}: {what}"
+    return f"[slurm-io] job {r.info.jobid}{name}: {what}"
 
 
 def _nodes_text(nodes: Sequence[str], limit: int = 8) -> str:
@@ -304,40 +303,36 @@ def _nodes_text(nodes: Sequence[str], limit: int = 8) -> str:
     return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
 
 
-def build_view(rep: Any, thresholds: Thresholds = _THRESHOLDS, *,
+def build_view(r: JobReport, thresholds: Thresholds = _THRESHOLDS, *,
                resolution: float = 120.0, max_rows: int = 24, top_targets: int = 5) -> JobView:
-    """The view model of one job report: a report.jobreport.JobReport (its times are used as
-    they are), or its JSON form (JobReport.as_json, or one like it: the templates'
-    and the tests' hand-made reports)."""
-    if isinstance(rep, dict):
-        r = rep
-        start, end = _epoch(r.get("start")), _epoch(r.get("end"))
-    else:
-        r = rep.as_json()
-        start, end = rep.start, rep.end
-    tot = r.get("totals") or {}
-    q = r.get("quality") or {}
-    elapsed = r.get("elapsed")
-    if end is None and start is not None and elapsed is not None:
-        end = start + elapsed
+    """The view model of one job report (its times are used as they are: a report rebuilt
+    from the service's JSON by `JobReport.from_json` has whole seconds, as sent)."""
+    i = r.info
+    start, end = r.start, r.end
+    tot = r.totals or {}
+    q = r.quality or {}
+    elapsed = r.elapsed
+    chart_end = end
+    if chart_end is None and start is not None and elapsed is not None:
+        chart_end = start + elapsed
     targets, more = target_rows(r, top_targets)
     meta_n = int(q.get("metadata_ops") or _meta(tot))
-    if r.get("running"):
+    if r.running:
         status = "The job is still running: these are its figures so far."
-    elif not r.get("complete", True):
+    elif not r.complete:
         status = ("Some collectors had not yet read past the job's end when this was "
                   "written: the figures may still grow slightly.")
     else:
         status = ""
     return JobView(
-        jobid=str(r["jobid"]), job=int(r.get("job") or 0),
-        name=_clean(r.get("name") or "-"), user=str(r.get("user") or r.get("uid") or "-"),
-        account=str(r.get("account") or "-"), partition=str(r.get("partition") or "-"),
-        state=str(r.get("state") or "-"), exit_code=str(r.get("exit_code") or "-"),
-        nodes_count=len(r.get("nodes") or ()), nodes_text=_nodes_text(list(r.get("nodes") or ())),
-        start=_iso_label(r.get("start")), end=_iso_label(r.get("end")),
-        elapsed=fmt_duration(elapsed), running=bool(r.get("running")),
-        complete=bool(r.get("complete", True)), work_dir=str(r.get("work_dir") or "-"),
+        jobid=str(i.jobid), job=int(i.raw_id or 0),
+        name=_clean(i.name or "-"), user=str(i.user or i.uid or "-"),
+        account=str(i.account or "-"), partition=str(i.partition or "-"),
+        state=str(i.state or "-"), exit_code=str(i.exit_code or "-"),
+        nodes_count=len(i.nodes or ()), nodes_text=_nodes_text(list(i.nodes or ())),
+        start=_time_label(start), end=_time_label(end),
+        elapsed=fmt_duration(elapsed), running=r.running,
+        complete=r.complete, work_dir=str(i.work_dir or "-"),
         read=human_bytes(tot.get("read_bytes", 0)), written=human_bytes(tot.get("write_bytes", 0)),
         read_bytes=int(tot.get("read_bytes", 0)), write_bytes=int(tot.get("write_bytes", 0)),
         total_bytes=_bytes(tot),
@@ -347,7 +342,7 @@ def build_view(rep: Any, thresholds: Thresholds = _THRESHOLDS, *,
         metadata_ops=fmt_count(meta_n), metadata_ops_n=meta_n,
         node_hours="-" if elapsed is None else f"{node_hours(r):.1f}",
         subject=subject(r),
-        chart=chart(r.get("timeline") or (), start=start, end=end, resolution=resolution,
+        chart=chart(r.io.timeline or (), start=start, end=chart_end, resolution=resolution,
                     max_rows=max_rows),
         quality=quality_rows(r, thresholds),
         advice=advice(r, thresholds),

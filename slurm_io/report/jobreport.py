@@ -52,6 +52,19 @@ class JobReport:
     def end(self) -> float | None:
         return self.info.end
 
+    # the figures the mail's view and advice read (mail.advice.Figures), by their own names
+    @property
+    def totals(self) -> dict[str, int]:
+        return self.io.totals
+
+    @property
+    def quality(self) -> dict[str, Any]:
+        return self.io.quality
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.info.nodes
+
     @property
     def elapsed(self) -> int | None:
         if self.sent_elapsed is not None:

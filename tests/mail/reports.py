@@ -1,5 +1,8 @@
 """Hand-made job reports shaped like `report.show.job_report`, for the pure mail tests.
 
+They are made in the JSON form (`JobReport.as_json`), which tests change in place; `typed`
+rebuilds the typed `JobReport` the mail's readers take, as the service's clients do.
+
 The quality block is computed by the real `attribute.core.quality` from the totals and the
 request-size bounds, so that the figures are consistent with what attribution produces.
 """
@@ -10,9 +13,16 @@ from datetime import datetime
 from typing import Any
 
 from slurm_io.attribute.core import SizeProfile, quality
+from slurm_io.report.jobreport import JobReport
 
 START = 1_795_000_000.0  # 2026-11-18T07:46:40Z
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+NOW = START + 30 * 86400  # long after every hand-made job (they carry their elapsed)
+
+
+def typed(d: dict[str, Any]) -> JobReport:
+    """The typed report of a hand-made one (its JSON form), by the project's own reader."""
+    return JobReport.from_json(d, now=NOW)
 
 
 def _iso(t: float) -> str:

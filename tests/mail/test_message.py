@@ -14,7 +14,7 @@ from slurm_io import config as config_mod
 from slurm_io.config import Config, ConfigError
 from slurm_io.mail.builder import MailBuilder, MailSettings, html_part, text_part
 from slurm_io.mail.view import READ_COLOUR, WRITE_COLOUR
-from tests.mail.reports import healthy_streamer, metadata_storm, small_writer
+from tests.mail.reports import healthy_streamer, metadata_storm, small_writer, typed
 
 
 def _builder(**cfg) -> MailBuilder:
@@ -25,7 +25,7 @@ def test_a_multipart_alternative_message_with_text_and_html():
     r = small_writer(jobid=4711, name="tiny_writes", write_bytes=int(1.2 * (1 << 40)),
                      read_bytes=int(3.4 * (1 << 30)))
     msg = _builder(mail_from="hpc-io@example.org").message(
-        r, to=["alice@example.org"], reason="your job read and wrote at least 1.0 GiB")
+        typed(r), to=["alice@example.org"], reason="your job read and wrote at least 1.0 GiB")
     assert msg.get_content_type() == "multipart/alternative"
     parts = list(msg.iter_parts())
     assert [p.get_content_type() for p in parts] == ["text/plain", "text/html"]
@@ -49,7 +49,7 @@ def test_a_multipart_alternative_message_with_text_and_html():
 
 
 def test_the_text_part_has_the_ascii_timeline():
-    text = text_part(_builder().message(healthy_streamer()))
+    text = text_part(_builder().message(typed(healthy_streamer())))
     lines = text.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("TIMELINE  (one row per "))
     assert _scale(text).endswith("/s")
@@ -65,7 +65,7 @@ def _scale(text: str) -> str:
 
 
 def test_the_html_part_is_safe_for_mail_clients():
-    html = html_part(_builder().message(metadata_storm(), to=["a@b.org"]))
+    html = html_part(_builder().message(typed(metadata_storm()), to=["a@b.org"]))
     low = html.lower()
     for banned in ("<script", "<img", "<link", "<style", "<iframe", "javascript:", "url(",
                    "http://", "https://", "@import"):
@@ -80,7 +80,7 @@ def test_the_html_part_is_safe_for_mail_clients():
 
 
 def test_both_bar_colours_in_a_job_that_reads_and_writes():
-    html = html_part(_builder().message(healthy_streamer()))
+    html = html_part(_builder().message(typed(healthy_streamer())))
     for colour in (READ_COLOUR, WRITE_COLOUR):
         assert len(re.findall(f'bgcolor="{colour}"', html)) >= 12
     assert "Healthy I/O pattern" in html
@@ -88,7 +88,7 @@ def test_both_bar_colours_in_a_job_that_reads_and_writes():
 
 def test_user_text_is_escaped_in_html_and_kept_in_text():
     r = healthy_streamer(name="<b>x</b> & <script>y</script>")
-    msg = _builder().message(r)
+    msg = _builder().message(typed(r))
     html = html_part(msg)
     assert "<script>" not in html and "&lt;script&gt;y&lt;/script&gt;" in html
     assert "<b>x</b> & <script>y</script>" in text_part(msg)
@@ -100,19 +100,19 @@ def test_a_site_template_dir_overrides_by_file_name(tmp_path):
     (site / "job_report.txt.j2").write_text(
         "Dear {{ v.user }}, job {{ v.jobid }} wrote {{ v.written }}.\n"
         "{% for a in v.advice %}- {{ a.title }}\n{% endfor %}")
-    msg = _builder(mail_template_dir=site).message(small_writer())
+    msg = _builder(mail_template_dir=site).message(typed(small_writer()))
     assert text_part(msg) == "Dear alice, job 123 wrote 8.0 GiB.\n- Many small writes\n"
     assert "Lustre I/O report" in html_part(msg)  # the packaged HTML part still applies
     (site / "job_report.html.j2").write_text("<p>{{ v.name }} at {{ mail.sender }}</p>\n")
     msg = _builder(mail_template_dir=site, mail_from="io@example.org").message(
-        small_writer(name="a<b"))
+        typed(small_writer(name="a<b")))
     assert html_part(msg) == "<p>a&lt;b at io@example.org</p>\n"  # autoescaped
 
 
 def test_a_template_error_is_loud(tmp_path):
     (tmp_path / "job_report.txt.j2").write_text("{{ v.no_such_field }}")
     with pytest.raises(Exception, match="no_such_field"):
-        _builder(mail_template_dir=tmp_path).message(healthy_streamer())
+        _builder(mail_template_dir=tmp_path).message(typed(healthy_streamer()))
 
 
 def test_mail_configuration_from_toml(tmp_path):

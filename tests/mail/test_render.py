@@ -22,7 +22,7 @@ from slurm_io.mail.builder import MailBuilder, html_part
 from slurm_io.mail.view import READ_COLOUR, WRITE_COLOUR
 from tests import needs
 from tests.mail.conftest import NOW
-from tests.mail.reports import healthy_streamer
+from tests.mail.reports import healthy_streamer, typed
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WIDTH, HEIGHT = 900, 1400
@@ -75,7 +75,7 @@ def _check(img: Image.Image) -> dict[str, int]:
 
 def test_a_hand_made_report_renders_with_its_chart(tmp_path):
     b = MailBuilder(Config(), lookup=lambda job: None)
-    html = html_part(b.message(healthy_streamer(), to=["alice@example.org"]))
+    html = html_part(b.message(typed(healthy_streamer()), to=["alice@example.org"]))
     found = _check(screenshot(html, tmp_path))
     # 30 two-minute bins in 5-minute rows: 12 rows of bars on each side
     assert found["read"] > 3_000 and found["write"] > 3_000, found

@@ -16,6 +16,7 @@ from tests.mail.reports import (
     job_report,
     metadata_storm,
     small_writer,
+    typed,
 )
 
 
@@ -23,7 +24,7 @@ from tests.mail.reports import (
 def test_a_job_writing_4_kib_requests_gets_the_small_writes_advice():
     r = small_writer()
     assert r["quality"]["write_kb_ops"] == pytest.approx(256, rel=1e-3)
-    advice = view.advice(r)
+    advice = view.advice(typed(r))
     assert [a.key for a in advice] == ["small_writes"]
     a = advice[0]
     assert a.title == "Many small writes"
@@ -36,14 +37,14 @@ def test_a_job_writing_4_kib_requests_gets_the_small_writes_advice():
 
 def test_small_reads_get_their_own_advice():
     r = job_report(read_bytes=4 * GiB, read_size=16 * KiB)  # read_kb_ops 64
-    (a,) = view.advice(r)
+    (a,) = view.advice(typed(r))
     assert a.key == "small_reads" and "read_kb_ops 64" in a.finding
     assert any("/tmp" in tip for tip in a.suggestions)
 
 
 def test_a_job_with_a_million_opens_gets_the_metadata_advice():
     r = metadata_storm()
-    advice = view.advice(r)
+    advice = view.advice(typed(r))
     assert [a.key for a in advice] == ["metadata"]
     a = advice[0]
     assert "1,000,000 opens" in a.finding and "1 M per node-hour" in a.finding
@@ -51,14 +52,14 @@ def test_a_job_with_a_million_opens_gets_the_metadata_advice():
     assert "fewer, larger files" in tips and "node-local /tmp" in tips
     assert "Open each file once" in tips
     assert "stat loops" not in tips  # 20,000 stats an hour are not a storm
-    rows = {m.name: m for m in view.metadata_rows(r, Thresholds())}
+    rows = {m.name: m for m in view.metadata_rows(typed(r), Thresholds())}
     assert rows["opens"].storm and not rows["closes"].storm  # closes follow opens
     assert not rows["stats (getattr)"].storm
 
 
 def test_stat_loops_and_mkdirs_get_their_tips():
     r = job_report(meta={"getattr": 3_000_000, "mkdir": 200_000})
-    (a,) = view.advice(r)
+    (a,) = view.advice(typed(r))
     tips = " ".join(a.suggestions)
     assert "stat loops" in tips and "directory trees once" in tips
     assert "Open each file once" not in tips
@@ -67,49 +68,49 @@ def test_stat_loops_and_mkdirs_get_their_tips():
 def test_a_healthy_4_mib_streaming_job_gets_no_advice():
     r = healthy_streamer()
     assert r["quality"]["write_kb_ops"] == pytest.approx(0.25)
-    assert view.advice(r) == ()
-    v = build_view(r)
+    assert view.advice(typed(r)) == ()
+    v = build_view(typed(r))
     assert v.advice == ()
     assert [q.rating for q in v.quality] == ["good", "good"]
 
 
 def test_metadata_rates_are_per_node_hour():
     # a million opens over 16 nodes for an hour: 62,500 per node-hour, below 1e5
-    assert view.advice(metadata_storm(nodes=16)) == ()
+    assert view.advice(typed(metadata_storm(nodes=16))) == ()
     # the same in six minutes on one node: 10 M per node-hour
-    assert [a.key for a in view.advice(metadata_storm(elapsed=360))] == ["metadata"]
+    assert [a.key for a in view.advice(typed(metadata_storm(elapsed=360)))] == ["metadata"]
 
 
 def test_few_requests_never_earn_advice():
     r = job_report(write_bytes=4 * MiB, write_size=4 * KiB)  # 1024 tiny writes
-    assert view.advice(r) == ()
-    assert build_view(r).quality[1].rating_label == "few requests"
+    assert view.advice(typed(r)) == ()
+    assert build_view(typed(r)).quality[1].rating_label == "few requests"
     r = job_report(meta={"open": 5_000}, elapsed=60)  # 300k per node-hour, but 5,000 in all
-    assert view.advice(r) == ()
+    assert view.advice(typed(r)) == ()
 
 
 def test_the_small_share_counts_only_where_it_is_known_for_enough_requests():
     r = healthy_streamer()
     r["quality"].update(write_small_share=0.8, write_small_share_basis=1.0)
-    assert [a.key for a in view.advice(r)] == ["small_writes"]
-    assert "80% of them were smaller than 64 KiB" in view.advice(r)[0].finding
+    assert [a.key for a in view.advice(typed(r))] == ["small_writes"]
+    assert "80% of them were smaller than 64 KiB" in view.advice(typed(r))[0].finding
     r["quality"].update(write_small_share_basis=0.2)  # bounds tell for 20 % only
-    assert view.advice(r) == ()
+    assert view.advice(typed(r)) == ()
 
 
 def test_thresholds_are_configurable():
     relaxed = Thresholds(kb_ops=300, small_share=1.0, metadata_per_node_hour=1e7)
-    assert view.advice(small_writer(), relaxed) == ()
-    assert view.advice(metadata_storm(), relaxed) == ()
+    assert view.advice(typed(small_writer()), relaxed) == ()
+    assert view.advice(typed(metadata_storm()), relaxed) == ()
     strict = Thresholds(kb_ops=0.1, min_requests=1)
-    assert {a.key for a in view.advice(healthy_streamer(), strict)} == {"small_reads",
+    assert {a.key for a in view.advice(typed(healthy_streamer()), strict)} == {"small_reads",
                                                                         "small_writes"}
 
 
 # -- the chart ---------------------------------------------------------------------------------
 def test_chart_rows_use_one_scale_for_reads_and_writes():
     r = job_report(read_bytes=50 * GiB, write_bytes=100 * GiB, elapsed=3600)
-    c = build_view(r).chart
+    c = build_view(typed(r)).chart
     assert 1 < len(c.rows) <= 24
     assert c.step in view.NICE_STEPS and c.step >= 120
     assert c.step_label == "4 min"  # a multiple of the 2-minute bins: no aliasing
@@ -147,32 +148,33 @@ def test_no_timeline_means_an_empty_chart():
 def test_subject_and_headline_figures():
     r = job_report(name="stream\nevil: header", write_bytes=int(1.2 * TiB),
                    read_bytes=int(3.4 * GiB))
-    v = build_view(r)
+    v = build_view(typed(r))
     assert v.subject == "[slurm-io] job 123 (stream evil: header): 1.2 TiB written, 3.4 GiB read"
     # a Unicode line separator or a C1 NEL broke the Subject too (email refuses the header)
-    assert build_view(job_report(name="a\u2028Bcc: x\x85y")).subject.startswith(
+    assert build_view(typed(job_report(name="a\u2028Bcc: x\x85y"))).subject.startswith(
         "[slurm-io] job 123 (a Bcc: x y)")
     assert (v.written, v.read) == ("1.2 TiB", "3.4 GiB")
-    assert build_view(job_report(name=None)).subject == "[slurm-io] job 123: no Lustre I/O recorded"
+    assert build_view(typed(job_report(name=None))).subject == \
+        "[slurm-io] job 123: no Lustre I/O recorded"
     assert "50,000 metadata operations" in build_view(
-        job_report(meta={"open": 50_000})).subject
+        typed(job_report(meta={"open": 50_000}))).subject
 
 
 def test_provenance_shares_of_recovered_and_ambiguous_bytes():
-    v = build_view(healthy_streamer(recovered_share=0.25, ambiguous_share=0.05))
+    v = build_view(typed(healthy_streamer(recovered_share=0.25, ambiguous_share=0.05)))
     p = v.provenance
     assert (p.direct, p.recovered, p.ambiguous) == ("75.0%", "25.0%", "5.0%")
     assert p.basis == "bytes"
     text = " ".join(p.notes)
     assert "lacked the job id" in text and "pro rata" in text
-    clean = build_view(healthy_streamer()).provenance
+    clean = build_view(typed(healthy_streamer())).provenance
     assert clean.recovered == "0.0%" and "nothing was estimated" in clean.notes[0]
 
 
 def test_targets_busiest_first_then_the_metadata_targets():
     r = healthy_streamer(targets=8)
     r["by_target"]["scratch-OST0003"]["write_bytes"] *= 3
-    rows, more = view.target_rows(r, top=5)
+    rows, more = view.target_rows(typed(r), top=5)
     names = [t.name for t in rows]
     assert names[0] == "scratch-OST0003" and names[-1] == "scratch-MDT0000"
     assert len(names) == 6 and more == 3
@@ -181,11 +183,11 @@ def test_targets_busiest_first_then_the_metadata_targets():
 
 def test_running_and_incomplete_jobs_say_so():
     r = healthy_streamer()
-    assert build_view(r).status_note == ""
+    assert build_view(typed(r)).status_note == ""
     r["complete"] = False
-    assert "may still grow" in build_view(r).status_note
-    r["running"] = True
-    assert "still running" in build_view(r).status_note
+    assert "may still grow" in build_view(typed(r)).status_note
+    r["running"], r["end"] = True, None  # a running job has no end yet
+    assert "still running" in build_view(typed(r)).status_note
 
 
 @pytest.mark.parametrize(("fn", "value", "expected"), [
