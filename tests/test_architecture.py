@@ -75,9 +75,7 @@ QUERY_MODULES: frozenset[str] = frozenset({"jobs.store", "attribute.stored"})
 KNOWN_PACKAGE_CYCLES: frozenset[frozenset[str]] = frozenset()
 KNOWN_MODULE_CYCLES: frozenset[frozenset[str]] = frozenset()
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
-KNOWN_PRIVATE: frozenset[tuple[str, str]] = frozenset({
-    ("report.daily", "report.daily_html._kb"),
-})
+KNOWN_PRIVATE: frozenset[tuple[str, str]] = frozenset()
 
 
 def _short(name: str) -> str:

@@ -30,7 +30,7 @@ from slurm_io.lassi import sql as lassi_sql
 from slurm_io.notify import smtp
 from slurm_io.report import plots
 from slurm_io.report import sql as q
-from slurm_io.report.daily_html import _kb, index_html, job_file, job_html
+from slurm_io.report.daily_html import index_html, job_file, job_html, kb_text
 from slurm_io.store.sqlutil import no_jit
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def mail(report: Report, to: list[str], *, host: str | None, port: int = 25,
     msg["To"] = ", ".join(to)
     lines = [f"slurm-io daily report for {report.day.isoformat()} (UTC): {report.index}", ""]
     for fs, v in report.summary["by_fs"].items():
-        lines.append(f"{fs}: read {_kb(v['read_kb'])}, written {_kb(v['write_kb'])}, "
+        lines.append(f"{fs}: read {kb_text(v['read_kb'])}, written {kb_text(v['write_kb'])}, "
                      f"{v['md_ops']:.0f} metadata ops, {v['jobs']} jobs, max risk_oss "
                      f"{v['risk_oss']:.2f}, max risk_mds {v['risk_mds']:.2f}")
     msg.set_content("\n".join(lines) + "\n")

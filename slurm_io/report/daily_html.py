@@ -50,7 +50,7 @@ def job_file(jobid: str) -> str:
     return "jobs/" + "".join(c if c.isalnum() or c in "_-." else "_" for c in jobid) + ".html"
 
 
-def _kb(kb: float) -> str:
+def kb_text(kb: float) -> str:
     return human_bytes(kb * 1024)
 
 
@@ -63,7 +63,8 @@ def _job_rows(jobs: list[dict[str, Any]], linked: set[str]) -> list[list[str]]:
     for j in jobs:
         jid = _e(j["jobid"])
         link = f"<a href=\"{job_file(j['jobid'])}\">{jid}</a>" if j["jobid"] in linked else jid
-        out.append([link, _e(j["user"]), _e(j["name"]), _kb(j["read_kb"]), _kb(j["write_kb"]),
+        out.append([link, _e(j["user"]), _e(j["name"]), kb_text(j["read_kb"]),
+                    kb_text(j["write_kb"]),
                     f"{j['md_ops']:.0f}", _num(j["read_kb_ops"]), _num(j["write_kb_ops"]),
                     f"{j['risk_oss']:.2f}", f"{j['risk_mds']:.2f}", str(j["hours"])])
     return out
@@ -84,7 +85,7 @@ def index_html(day: date, summary: dict[str, Any], tops: dict[str, Any], linked:
              _table(["filesystem", "read", "written", "read requests", "write requests",
                      "metadata ops", "jobs", "filesystem's max hourly risk_oss",
                      "risk_mds"],
-                    [[_e(fs), _kb(v["read_kb"]), _kb(v["write_kb"]), f"{v['read_ops']:.0f}",
+                    [[_e(fs), kb_text(v["read_kb"]), kb_text(v["write_kb"]), f"{v['read_ops']:.0f}",
                       f"{v['write_ops']:.0f}", f"{v['md_ops']:.0f}", str(v["jobs"]),
                       f"{v['risk_oss']:.2f}", f"{v['risk_mds']:.2f}"]
                      for fs, v in s["by_fs"].items()], left=1)]
@@ -108,7 +109,7 @@ def index_html(day: date, summary: dict[str, Any], tops: dict[str, Any], linked:
     parts.append("<h2>Top users</h2>")
     parts.append(_table(
         ["user", "jobs", "read", "written", "metadata ops", "max risk_oss", "max risk_mds"],
-        [[_e(u["user"]), str(u["jobs"]), _kb(u["read_kb"]), _kb(u["write_kb"]),
+        [[_e(u["user"]), str(u["jobs"]), kb_text(u["read_kb"]), kb_text(u["write_kb"]),
           f"{u['md_ops']:.0f}", f"{u['risk_oss']:.2f}", f"{u['risk_mds']:.2f}"]
          for u in tops["users"]], left=1) if tops["users"] else "<p>none</p>")
     parts.append("<p class=\"note\">Jobs include their pro-rata share of job-missing "
@@ -130,7 +131,7 @@ def job_html(report: dict[str, Any], text: str, hours: list[dict[str, Any]]) -> 
         parts.append(_table(
             ["hour (UTC)", "fs", "read", "written", "metadata ops", "read_kb_ops",
              "write_kb_ops", "risk_oss", "risk_mds", "risky metrics"],
-            [[_dt(h["hour"]), _e(h["fs"]), _kb(h["read_kb"]), _kb(h["write_kb"]),
+            [[_dt(h["hour"]), _e(h["fs"]), kb_text(h["read_kb"]), kb_text(h["write_kb"]),
               f"{h['md_ops']:.0f}", _num(h["read_kb_ops"]), _num(h["write_kb_ops"]),
               f"{h['risk_oss']:.2f}", f"{h['risk_mds']:.2f}",
               _e(", ".join(f"{k} {v:.1f}" for k, v in sorted(
