@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -38,8 +39,9 @@ from tests.site.services import (
 from tests.site.standby_pg import Pair, primary_and_standby
 
 pytestmark = [pytest.mark.pg]
-START = 1_795_000_000.0  # 2026-11-18 11:06:40 UTC
-DAY = "2026-11-18"
+# a scenario of a few hours ago: the exporter shows collectors of the last 7 days
+START = float(int(time.time()) // 3600 * 3600 - 3 * 3600)
+DAY = datetime.fromtimestamp(START, UTC).date().isoformat()
 SERVICE_ACCOUNT = "jobiosvc"
 JOBIO = str(Path(sys.executable).with_name("jobio"))
 
@@ -109,7 +111,7 @@ def standby(pg_base_dir: Path, uids: dict[str, int]) -> Iterator[Standby]:  # no
         ok(jobio(None, *root, "--state-dir", str(d / "state"), "collect", "--from", str(sim)))
         site = Standby(pair, d, alice_jobs)
         # attribution results are a write: with read_dsn set they are stored on the primary
-        ok(jobio(None, "attribute", "--since", "2026-11-01", config=site.config("attr")))
+        ok(jobio(None, "attribute", "--since", "now-2days", config=site.config("attr")))
         pair.wait_replayed()
         yield site
 
