@@ -163,6 +163,10 @@ def test_show_on_the_standby_gives_the_primarys_figures_and_its_lag(
     text = ok(jobio(user, "show", jobs[0], config=on_standby))
     assert "s behind the primary]" in text and "read from a standby" in text
     assert "standby" not in ok(jobio(user, "show", jobs[0], config=on_primary))
+    if su:  # an explicit --dsn reads that database, whatever read_dsn the config names
+        flagged = jobio(user, "--dsn", standby.pair.primary, "show", *jobs, "--json",
+                        config=on_standby)
+        assert json.loads(ok(flagged)) == want
 
 
 def test_the_lag_is_how_far_replay_is_behind(standby: Standby) -> None:
