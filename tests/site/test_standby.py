@@ -228,7 +228,7 @@ def test_the_exporter_reads_the_standby_and_exports_its_lag(
     batches = _series(primary, "jobio_collector_last_read_timestamp_seconds{")
     assert len(batches) == 3  # mds01, oss01, oss02
     assert _series(text, "jobio_collector_last_read_timestamp_seconds{") == batches
-    assert "jobio_scrape_error" not in text or 'jobio_scrape_error 0' in text
+    assert _series(text, "jobio_up ") == ["jobio_up 1.0"]
 
 
 def test_daily_on_the_standby_stores_lassi_hours_on_the_primary(standby: Standby) -> None:
