@@ -27,6 +27,9 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     dsn: str | None = None
+    # a streaming standby (or any read-only copy) for the readers: `jobio show`, `daily`,
+    # `serve`, `exporter` (docs/deploy.md "Readers on a standby"); writes stay on `dsn`
+    read_dsn: str | None = None
     # ClusterName given to job records that carry none (old sacct text, pyslurm); stored in
     # the database by `jobio db upgrade` (sql/0020). The hook and sacct name their cluster.
     cluster: str | None = None
@@ -158,6 +161,7 @@ def _byte_size(value: int | str) -> int:
 
 _KEYS: dict[str, tuple[str, Any]] = {
     "dsn": ("dsn", str),
+    "read_dsn": ("read_dsn", str),
     "cluster": ("cluster", str),
     "state_dir": ("state_dir", Path),
     "collect.command": ("command", str),

@@ -159,10 +159,10 @@ def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
     ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir, server=server)
-    if dsn and ctx.obj.server:  # an explicit database wins over a configured service
-        from dataclasses import replace
+    if dsn and (ctx.obj.server or ctx.obj.read_dsn):  # an explicit database wins over a
+        from dataclasses import replace  # configured service and a configured standby
 
-        ctx.obj = replace(ctx.obj, server=None)
+        ctx.obj = replace(ctx.obj, server=None, read_dsn=None)
     if ctx.obj.server and ctx.invoked_subcommand not in CLIENT_COMMANDS:
         raise click.UsageError(
             f"`jobio {ctx.invoked_subcommand}` does not work through the jobio service "
@@ -182,6 +182,27 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
         conn.close()
         raise
     return conn
+
+
+def connect_read(cfg: Config) -> Any:
+    """A reader's connection: the standby of `read_dsn` when configured (never upgraded
+    from there: a standby takes no writes; the schema it replays is the primary's), else
+    `connect_db` without upgrading, as the readers always did."""
+    if not cfg.read_dsn:
+        return connect_db(cfg, upgrade=False)
+    from dataclasses import replace
+
+    return connect_db(replace(cfg, dsn=cfg.read_dsn), upgrade=False)
+
+
+def read_lag(cfg: Config, conn: Any) -> float | None:
+    """The replication lag a reader reports (store.standby): None without `read_dsn`, so
+    that a site without a standby sees its outputs unchanged."""
+    if not cfg.read_dsn:
+        return None
+    from slurm_io.store.standby import replication_lag
+
+    return replication_lag(conn)
 
 
 # -- database ------------------------------------------------------------------------------

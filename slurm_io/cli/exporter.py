@@ -53,8 +53,9 @@ def exporter_cmd(cfg: Config, listen: str | None, top_jobs: int | None, once: bo
                                 top_accounts=cfg.exporter_top_accounts,
                                 targets=cfg.exporter_targets)
     spool = cfg.spool if (cfg.spool_dir is not None or cfg.spool.is_dir()) else None
-    collector = DatabaseCollector(lambda: db.connect(cfg.dsn, state_dir=cfg.state_dir),
-                                  interval=cfg.interval, settings=settings, spool=spool)
+    collector = DatabaseCollector(  # reads only: the standby of `read_dsn` when set
+        lambda: db.connect(cfg.read_dsn or cfg.dsn, state_dir=cfg.state_dir),
+        interval=cfg.interval, settings=settings, spool=spool, standby=bool(cfg.read_dsn))
     if once:
         sys.stdout.write(generate_latest(registry(collector)).decode())
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -10,7 +11,7 @@ from typing import Any
 
 import click
 
-from slurm_io.cli.app import JOBID_ARG, connect_db, main, parse_time_arg
+from slurm_io.cli.app import JOBID_ARG, connect_db, connect_read, main, parse_time_arg, read_lag
 from slurm_io.config import Config
 
 
@@ -121,9 +122,12 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
         docs, missing = fetch_show(cfg, list(jobids), user, start, end, clusters)
         reports = [JobReport.from_json(d, now=now) for d in docs]
     else:
+        from dataclasses import replace
+
         from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
 
-        with connect_db(cfg, upgrade=False) as conn:
+        with connect_read(cfg) as conn:
+            lag = read_lag(cfg, conn)
             try:
                 reports, missing = show_documents(
                     conn, list(jobids), user, start, end, now=now, resolution=cfg.interval,
@@ -131,6 +135,7 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
                     all_clusters=clusters is not None and parse_clusters(clusters) is None)
             except AmbiguousJob as e:
                 raise click.UsageError(str(e)) from None
+        reports = [replace(r, replication_lag=lag) for r in reports]
     if as_json:
         click.echo(json.dumps(docs if cfg.server else [r.as_json() for r in reports],
                               indent=2, sort_keys=True))
@@ -321,11 +326,13 @@ def daily_cmd(cfg: Config, date_: str | None, out: Path, mail_to: tuple[str, ...
         day = parse_day(date_)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--date") from e
-    with connect_db(cfg) as conn:
+    # reads on the standby of `read_dsn` when set; LASSi hours it lacks stored on the primary
+    with connect_db(cfg) as primary, (connect_read(cfg) if cfg.read_dsn
+                                      else contextlib.nullcontext(primary)) as conn:
         rep = daily.build(conn, day, out, interval=cfg.interval, a=cfg.lassi_a,
                           baseline_days=cfg.lassi_baseline_days, top_n=top_n,
                           recompute=recompute, progress=True,
-                          log=lambda m: click.echo(m, err=True))
+                          log=lambda m: click.echo(m, err=True), primary=primary)
     click.echo(f"daily report of {day}: {rep.index} ({len(rep.pngs)} plots, "
                f"{len(rep.job_pages)} job pages)")
     to = [x.strip() for t in mail_to for x in t.split(",") if x.strip()]

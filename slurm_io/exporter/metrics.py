@@ -49,6 +49,7 @@ class Snapshot:
     problems: list[ProblemSource] | None = None  # None: no privilege to read them
     queue: list[QueueState] = field(default_factory=list)
     spool: tuple[int, int] | None = None  # (files, bytes) of the local collector spool
+    replication_lag: float | None = None  # seconds behind the primary; None: no read_dsn
     error: str | None = None
 
 
@@ -216,3 +217,8 @@ def _health(s: Snapshot) -> Iterator[Metric]:
     for state, n in sorted(states.items()):
         q.add_metric([state], n)
     yield q
+    if s.replication_lag is not None:  # read from the standby of `read_dsn`
+        lag_g = _g("jobio_database_replication_lag_seconds", "How far the standby the "
+                   "exporter reads is behind the primary (0: caught up, or a primary).", [])
+        lag_g.add_metric([], s.replication_lag)
+        yield lag_g

@@ -25,6 +25,7 @@ from slurm_io.exporter import sql as q
 from slurm_io.report import sql as report_sql
 from slurm_io.report.load import load
 from slurm_io.store.errors import DatabaseError, InsufficientPrivilege
+from slurm_io.store.standby import replication_lag
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -50,8 +51,9 @@ class DatabaseCollector(Collector):
 
     def __init__(self, connect: Callable[[], Connection], *, interval: float,
                  settings: metrics.Settings, spool: Path | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, standby: bool = False) -> None:
         self.connect = connect
+        self.standby = standby  # reads a standby (`read_dsn`): export its replication lag
         self.interval = interval
         self.settings = settings
         self.spool = spool
@@ -71,6 +73,8 @@ class DatabaseCollector(Collector):
                 s.targets = report_sql.target_rows(conn, ld.lo, ld.at)
             s.collectors = q.collectors(conn)
             s.queue = q.report_queue(conn)
+            if self.standby:
+                s.replication_lag = replication_lag(conn)
             conn.commit()
             try:
                 s.problems = q.problems(conn)

@@ -31,12 +31,14 @@ from slurm_io.notify import smtp
 from slurm_io.report import plots
 from slurm_io.report import sql as q
 from slurm_io.report.daily_html import index_html, job_file, job_html, kb_text
+from slurm_io.store import standby
 from slurm_io.store.sqlutil import no_jit
 
 if TYPE_CHECKING:
     from psycopg import Connection
 
 PNGS = ("risk.png", "quality.png", "rates.png", "heatmap.png")
+STANDBY_WAIT = 120.0  # seconds the report waits for a standby to replay its LASSi hours
 HEATMAP_BASE = 4.0  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
 
 
@@ -112,8 +114,13 @@ def top_tables(job_hours: list[dict[str, Any]], n: int = 15) -> dict[str, Any]:
 def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
           a: float = M.DEFAULT_A, baseline_days: int = M.DEFAULT_BASELINE_DAYS,
           top_n: int = 15, recompute: bool = False, now: float | None = None,
-          progress: bool = False, log: Callable[[str], None] | None = None) -> Report:
-    """Write the day's report into `out` (created); returns what was written."""
+          progress: bool = False, log: Callable[[str], None] | None = None,
+          primary: Connection | None = None) -> Report:
+    """Write the day's report into `out` (created); returns what was written.
+
+    `primary`: when `conn` reads a standby (`read_dsn`), the LASSi hours the day lacks are
+    computed and stored there, and the report waits until the standby replayed them (a
+    standby takes no writes; the report then reads them back from the standby)."""
     from slurm_io.jobs.store import find_jobs
     from slurm_io.report.figures import figures
     from slurm_io.report.show import render
@@ -126,13 +133,20 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
     (out / "jobs").mkdir(exist_ok=True)
     start, end = lassi_days.day_bounds(day)
     computed = None
+    writer = primary or conn
     if recompute:
         say(f"computing LASSi metrics of {day}")
-        computed = lassi_days.compute_day(conn, day, a=a, baseline_days=baseline_days, now=now)
+        computed = lassi_days.compute_day(writer, day, a=a, baseline_days=baseline_days,
+                                          now=now)
     else:
-        computed = lassi_days.ensure_day(conn, day, a=a, baseline_days=baseline_days, now=now)
+        computed = lassi_days.ensure_day(writer, day, a=a, baseline_days=baseline_days, now=now)
         if computed is not None:
             say(f"computed LASSi metrics of {day} ({computed.job_hours} job hours)")
+    if computed is not None and primary is not None and primary is not conn:
+        position = standby.primary_position(primary)
+        if not standby.wait_replayed(conn, position, timeout=STANDBY_WAIT):
+            say(f"the standby has not replayed the LASSi hours of {day} after "
+                f"{STANDBY_WAIT:.0f} s: the report may lack them")
     timings["lassi"] = time.perf_counter() - t
     t = time.perf_counter()
     say("querying the day")

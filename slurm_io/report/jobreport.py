@@ -39,6 +39,9 @@ class JobReport:
     # as the service computed it (a report rebuilt from JSON: its times are whole seconds);
     # None: from the times
     sent_elapsed: int | None = None
+    # seconds the database read was behind the primary (store.standby), when read through
+    # `read_dsn`; None: no standby configured (no note, no JSON field)
+    replication_lag: float | None = None
 
     @property
     def running(self) -> bool:
@@ -97,7 +100,8 @@ class JobReport:
             "revision": self.revision,  # of the stored figures; None: computed now
             **self.io.as_json(),
             "lassi": None if self.lassi is None else self.lassi.as_json(),
-        }
+        } | ({} if self.replication_lag is None
+             else {"replication_lag": round(self.replication_lag, 3)})
 
     @classmethod
     def from_json(cls, d: dict[str, Any], *, now: float) -> JobReport:
@@ -114,7 +118,8 @@ class JobReport:
                    d.get("by_node") or {}, d.get("timeline") or [], d.get("quality") or {},
                    0, 0, d.get("ambiguous_evidence") or {}, d.get("ambiguous_time") or {}, {})
         return cls(info, io, bool(d.get("complete")), d.get("revision"), now,
-                   LassiSummary.from_json(d.get("lassi")), d.get("elapsed"))
+                   LassiSummary.from_json(d.get("lassi")), d.get("elapsed"),
+                   d.get("replication_lag"))
 
 
 def _epoch(s: str | None) -> float | None:

@@ -96,6 +96,8 @@ def render(r: JobReport, *, targets: bool = False, timeline: bool = False) -> st
         f"split pro rata at the job's edges {_pct(io.split, t)}"
         + ("" if r.complete or r.running else "  [collectors have not read past the "
            "job's end yet: figures may grow]")
+        + ("" if r.replication_lag is None
+           else f"  [read from a standby {r.replication_lag:.1f} s behind the primary]")
         + (f"  [revised after late data: revision {r.revision}]"
            if (r.revision or 1) > 1 else ""),
     ]

@@ -93,19 +93,25 @@ class ServiceApp:
     """The service's logic; one database connection per worker thread, opened on demand."""
 
     def __init__(self, cfg: Config, connect: Callable[[], psycopg.Connection],
-                 decode: Callable[[str], munge.Credential] | None = None) -> None:
+                 decode: Callable[[str], munge.Credential] | None = None,
+                 connect_primary: Callable[[], psycopg.Connection] | None = None) -> None:
         self.cfg = cfg
         self._connect = connect
+        # writes (a user's mail choice) when `connect` reads a standby (`read_dsn`)
+        self._connect_primary = connect_primary
         self._decode = decode or (lambda c: munge.decode(c, socket=cfg.munge_socket))
         self._replay = ReplayCache()
         self._local = threading.local()
 
-    def _conn(self) -> psycopg.Connection:
-        conn = getattr(self._local, "conn", None)
+    def _conn(self, write: bool = False) -> psycopg.Connection:
+        """This thread's connection: to the primary for a write when reads go to a standby."""
+        slot = "primary" if write and self._connect_primary is not None else "conn"
+        conn = getattr(self._local, slot, None)
         if conn is None or conn.closed or conn.broken:
-            conn = self._local.conn = None
+            setattr(self._local, slot, None)
             try:
-                conn = self._local.conn = self._connect()
+                conn = (self._connect_primary if slot == "primary" else self._connect)()
+                setattr(self._local, slot, conn)
             except (DatabaseError, RuntimeError, OSError) as e:
                 raise Refused(503, f"the service cannot reach its database: "
                               f"{str(e).strip().splitlines()[0] if str(e) else e}") from e
@@ -156,7 +162,7 @@ class ServiceApp:
         except Refused as e:
             return e.status, refusal(e.status, str(e))
         except ConnectionLost as e:
-            self._local.conn = None
+            self._local.conn = self._local.primary = None
             return 503, refusal(503, f"database error: {log_text(str(e).strip(), 200)}")
         except Exception:
             log.exception("%s %s failed", log_text(p.incoming.method, 20),
@@ -164,7 +170,8 @@ class ServiceApp:
             return 500, refusal(500, "internal error (see the service's log)")
 
     def _dispatch(self, request: Request, uid: int) -> dict[str, Any]:
-        with handlers.as_user(self._conn(), uid) as conn:
+        write = isinstance(request, MailRequest) and request.enabled is not None
+        with handlers.as_user(self._conn(write), uid) as conn:
             if isinstance(request, ShowRequest):
                 return handlers.show(conn, self.cfg, request)
             if isinstance(request, ReportRequest):

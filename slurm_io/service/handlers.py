@@ -10,6 +10,7 @@ command line's `--json` (docs/service.md).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import pwd
 import time
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from slurm_io.service.protocol import SCHEMA
 from slurm_io.service.requests import MailRequest, ReportRequest, ShowRequest, UsageRequest
 from slurm_io.store import accounts
 from slurm_io.store.errors import InsufficientPrivilege
+from slurm_io.store.standby import replication_lag
 
 if TYPE_CHECKING:
     import psycopg
@@ -81,6 +83,8 @@ def show(conn: psycopg.Connection, cfg: Config, req: ShowRequest) -> dict[str, A
             all_clusters=clusters is not None and parse_clusters(clusters) is None)
     except AmbiguousJob as e:
         raise Refused(409, str(e)) from None
+    lag = replication_lag(conn) if cfg.read_dsn else None  # store.standby
+    reports = [dataclasses.replace(r, replication_lag=lag) for r in reports]
     # `why` (one line per missing id) came after `missing`: an older client ignores it
     return {"schema": SCHEMA, "jobs": [r.as_json() for r in reports],
             "missing": [m.jobid for m in missing], "why": [m.line for m in missing]}

@@ -25,7 +25,10 @@ def _run(cfg: Config, *, reuse_port: bool) -> None:
     from slurm_io.service.app import ServiceApp
     from slurm_io.store import db
 
-    app = ServiceApp(cfg, lambda: db.connect(cfg.dsn, state_dir=cfg.state_dir))
+    # reads from the standby of `read_dsn` when set, writes (mail choices) on the primary
+    app = ServiceApp(cfg, lambda: db.connect(cfg.read_dsn or cfg.dsn, state_dir=cfg.state_dir),
+                     connect_primary=None if not cfg.read_dsn
+                     else lambda: db.connect(cfg.dsn, state_dir=cfg.state_dir))
     front.run(cfg, app, reuse_port=reuse_port)
 
 
