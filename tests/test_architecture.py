@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "parse", "repair", "delta", "simulate",
         "slurm.fields", "slurm.nodes", "slurm.scontrol", "slurm.sacct_json",
         "jobs.fields", "jobs.hookenv", "jobs.runs", "jobs.sacct", "jobs.spec",
-        "jobs.info", "attribute.rows", "attribute.core", "attribute.evidence",
+        "jobs.info", "attribute.rows", "attribute.result", "attribute.core", "attribute.evidence",
         "attribute.observed", "attribute.owners", "attribute.sizes", "lassi.metrics",
         "lassi.summary", "report.counters",
         "mail.view", "mail.view_model", "mail.advice", "mail.fmt", "alerts.rules",
