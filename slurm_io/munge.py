@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from slurm_io import munge_lib, procs
+from slurm_io import munge_lib
 
 STATUS_RE = re.compile(r"^STATUS:\s+(.*?)\s+\((\d+)\)\s*$", re.M)
 FIELD_RE = re.compile(r"^([A-Z_]+):\s+.*\((-?\d+)\)\s*$", re.M)
@@ -82,6 +82,8 @@ def decode_lib(credential: str, *, socket: str | None = None) -> Credential:
 
 def encode_exec(payload: bytes, *, socket: str | None = None, ttl: int | None = None) -> str:
     """`encode` by the `munge` binary."""
+    from slurm_io import procs  # the exec path only: subprocess costs the lib path start-up
+
     cmd = ["munge", *_socket_args(socket)]
     if ttl is not None:
         cmd += ["--ttl", str(ttl)]
@@ -96,6 +98,8 @@ def encode_exec(payload: bytes, *, socket: str | None = None, ttl: int | None = 
 
 def decode_exec(credential: str, *, socket: str | None = None) -> Credential:
     """`decode` by the `unmunge` binary (its output parsed)."""
+    from slurm_io import procs
+
     try:
         proc = procs.run(["unmunge", *_socket_args(socket)],
                          input=credential.encode("ascii", "replace"), timeout=TIMEOUT)

@@ -32,14 +32,14 @@ PACKAGE = ROOT / "slurm_io"
 # Bottom to top. The same table is in docs/architecture.md ("Layers").
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("leaves", (
-        "slurm_io", "model", "text", "timeparse", "paths", "fsutil", "procs", "munge_lib",
-        "config", "timebuckets",
+        "slurm_io", "model", "counter_names", "text", "timeparse", "paths", "fsutil", "procs",
+        "munge_lib", "config", "timebuckets",
     )),
     ("pure core", (
         "parse", "repair", "delta", "simulate",
         "slurm.fields", "slurm.nodes", "slurm.scontrol", "slurm.sacct_json",
         "jobs.fields", "jobs.hookenv", "jobs.runs", "jobs.sacct", "jobs.spec",
-        "jobs.info", "attribute.rows", "attribute.core", "attribute.evidence",
+        "jobs.info", "attribute.rows", "attribute.result", "attribute.core", "attribute.evidence",
         "attribute.observed", "attribute.owners", "attribute.sizes", "lassi.metrics",
         "lassi.summary", "report.counters", "report.jobreport",
         "mail.view", "mail.view_model", "mail.advice", "mail.fmt", "alerts.rules",

@@ -37,6 +37,7 @@ from slurm_io.attribute.evidence import (
     split,
     target_kind,
 )
+from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
 from slurm_io.model import METADATA_OPS
@@ -137,37 +138,6 @@ def quality(totals: dict[str, float], profiles: dict[str, SizeProfile]) -> dict[
                 p.hist.items(), key=lambda kv: _label_bytes(kv[0]))}
     out["metadata_ops"] = round(sum(v for k, v in totals.items() if k in METADATA_OPS))
     return out
-
-
-class JobIO(NamedTuple):
-    """A job's attributed I/O. `recovered` is the part of `totals` from `:uid:host` deltas;
-    `ambiguous` the part of it other jobs of the uid could own, split by what the data shows
-    (`by_evidence`) or, where it shows nothing, by time overlap (`by_time`)."""
-
-    job: int
-    totals: dict[str, int]
-    recovered: dict[str, int]
-    ambiguous: dict[str, int]
-    split: dict[str, int]
-    by_target: dict[str, dict[str, int]]
-    by_node: dict[str, dict[str, int]]
-    timeline: list[list[float]]  # [ts, read_bytes, write_bytes, metadata ops]
-    quality: dict[str, Any]
-    n_direct: int
-    n_recovered: int
-    by_evidence: dict[str, int]
-    by_time: dict[str, int]
-    # (hour start, fs, target kind) -> (counters, their recovered part); hours (h, h + 1 h]
-    # of ts_end, long intervals spread evenly (slurm_io.timebuckets)
-    hours: dict[tuple[float, str, str], tuple[dict[str, int], dict[str, int]]]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "totals": self.totals, "recovered": self.recovered, "ambiguous": self.ambiguous,
-            "ambiguous_evidence": self.by_evidence, "ambiguous_time": self.by_time,
-            "split": self.split, "by_target": self.by_target, "by_node": self.by_node,
-            "timeline": self.timeline, "quality": self.quality,
-        }
 
 
 def _ints(d: dict[str, float]) -> dict[str, int]:

@@ -50,15 +50,52 @@ class JobioError(click.ClickException):
 CLIENT_COMMANDS = extras.CLIENT_COMMANDS
 
 
+# command -> the module of slurm_io.cli that registers it. A command's module is imported when
+# the command is asked for, all of them only for the help (issue 25: a login node's `jobio
+# JOBID` paid for the nine modules and what they import); tests/cli/test_lazy_commands.py
+# holds this table to the modules' registrations.
+COMMAND_MODULES: dict[str, str] = {
+    "problems": "admin", "alerts": "alerts", "collect": "collect", "simulate": "collect",
+    "demo": "collect", "db": "db", "exporter": "exporter", "jobs": "jobs", "mail": "mail",
+    "report": "mail", "report-daemon": "mail", "reports": "mail", "serve": "serve",
+    **dict.fromkeys(("usage", "show", "attribute", "top", "lassi", "daily", "slowdown"),
+                    "views"),
+}
+
+
+def load_commands() -> None:
+    """Register every command (the help, completion, and whoever wants `main.commands`)."""
+    for module in sorted(set(COMMAND_MODULES.values())):
+        _import_command_module(module)
+
+
+def _import_command_module(module: str) -> None:
+    # __import__, not importlib.import_module: the latter bypasses the interpreter's import
+    # timing, and `python -X importtime` (bench_startup.py, tests/bench) must see the module
+    __import__(f"slurm_io.cli.{module}")
+
+
 class JobioGroup(click.Group):
-    """A click group where an unknown first word that looks like a job id means `show`."""
+    """A click group where an unknown first word that looks like a job id means `show`, and
+    whose commands are registered by their module when first asked for (COMMAND_MODULES)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            _import_command_module(module)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        load_commands()
+        return super().list_commands(ctx)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else None
-        if name is not None and name not in self.commands and JOBID_ARG.match(name):
-            return "show", self.commands["show"], args  # the job id stays show's argument
+        if (name is not None and name not in COMMAND_MODULES and name not in self.commands
+                and JOBID_ARG.match(name)):
+            return "show", self.get_command(ctx, "show"), args  # the job id stays show's
         return super().resolve_command(ctx, args)
 
     def make_context(self, info_name: str | None, args: list[str],

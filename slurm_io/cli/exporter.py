@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 
 import click
 
@@ -66,6 +64,9 @@ def exporter_cmd(cfg: Config, listen: str | None, top_jobs: int | None, once: bo
                    err=True)
         sys.exit(1)
     click.echo(f"jobio exporter: serving http://{host}:{port}/metrics", err=True)
+    import signal  # here, not at import: every `jobio` would pay for the daemon's modules
+    import threading
+
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
 import urllib.parse
 from pathlib import Path
@@ -55,6 +56,7 @@ def call(server: str, method: str, path: str, params: list[tuple[str, str]] | No
             url.hostname, port, timeout=timeout, context=context)
     else:
         conn = http.client.HTTPConnection(url.hostname, port, timeout=timeout)
+    conn._create_connection = _connect  # type: ignore[attr-defined]
     try:
         conn.request(method, url.path.rstrip("/") + target, body=body or None,
                      headers={"Authorization": f"{AUTH_SCHEME} {credential}",
@@ -72,6 +74,15 @@ def call(server: str, method: str, path: str, params: list[tuple[str, str]] | No
         return json.loads(data)
     except ValueError as e:
         raise ServiceError(f"the jobio service at {server} sent no JSON: {e}") from e
+
+
+def _connect(address: tuple[str, int], *args: Any) -> socket.socket:
+    """socket.create_connection with an ASCII host name as bytes: getaddrinfo encodes a str
+    host with the "idna" codec, whose import (encodings.idna, stringprep) cost every client
+    call ~2 ms of start-up (issue 25). The TLS check still uses the name as given."""
+    host, port = address
+    return socket.create_connection(
+        (host.encode("ascii") if host.isascii() else host, port), *args)  # type: ignore[arg-type]
 
 
 def _error_text(status: int, reason: str, data: bytes) -> str:

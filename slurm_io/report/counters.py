@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS
+from slurm_io.counter_names import BYTE_COUNTERS, OP_COUNTERS
 
 # output name -> SQL column. Byte counters: `read_bytes` is the byte sum, and
 # `read_bytes_samples` the number of requests (the counter's `samples`).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from slurm_io.attribute.core import JobIO  # pure: client mode rebuilds reports without psycopg
+from slurm_io.attribute.result import JobIO  # a leaf: the client mode needs no rules
 from slurm_io.jobs.info import JobInfo
 from slurm_io.lassi.summary import LassiSummary
 

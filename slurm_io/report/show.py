@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from slurm_io.counter_names import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.lassi.summary import LassiSummary
-from slurm_io.model import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.report.counters import human_bytes
 from slurm_io.report.jobreport import JobReport, iso
 from slurm_io.text import display

@@ -16,7 +16,6 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from slurm_io.paths import default_state_dir
-from slurm_io.store.embedded import EmbeddedPostgres
 
 DSN_ENV = "SLURM_IO_DSN"
 APPLICATION_NAME = "slurm-io"
@@ -53,6 +52,10 @@ def connect(
     that one given in the DSN wins.
     """
     if dsn is None:
+        # here, not at import: a configured server (every login node's `jobio show`) never
+        # needs the embedded server's set-up modules (subprocess, pwd, shutil)
+        from slurm_io.store.embedded import EmbeddedPostgres
+
         dsn = EmbeddedPostgres(state_dir or default_state_dir()).ensure()
     return psycopg.connect(
         dsn, autocommit=autocommit, fallback_application_name=APPLICATION_NAME

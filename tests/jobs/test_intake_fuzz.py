@@ -7,6 +7,7 @@ The long run (>= 20,000 cases per door) is bench/fuzz_intake.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import random
 import tempfile
 
@@ -69,8 +70,12 @@ def test_spool_ingest_of_mutated_files_stores_or_quarantines_each_one(db_dsn):
                                         " WHERE j.job_raw = %s", (job,)).fetchone() == (1,)
                 conn.commit()
             finally:
-                for name in os.listdir(spool):
-                    os.unlink(os.path.join(spool, name))
+                for name in os.listdir(spool):  # the round's files and what it kept
+                    path = os.path.join(spool, name)
+                    if os.path.isdir(path):
+                        shutil.rmtree(path)
+                    else:
+                        os.unlink(path)
                 os.rmdir(spool)
 
         check()
