@@ -7,8 +7,8 @@ The long run (>= 20,000 cases per door) is bench/fuzz_intake.py."""
 from __future__ import annotations
 
 import os
-import shutil
 import random
+import shutil
 import tempfile
 
 import psycopg
