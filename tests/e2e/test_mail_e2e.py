@@ -315,7 +315,7 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
                                                            str(held)) else "alice")
             for ln in lines}
 
-    runs = wait_for(lambda: lab.hook_runs_of(ran), 60, "EpilogSlurmctld runs of every job")
+    runs = wait_for(lambda: lab.hook_runs_of(ran), 120, "EpilogSlurmctld runs of every job")
     assert held not in runs
     assert {runs[j][0] for j in ran} == {0}
     # the hook's own background child (as slurm, no PATH) recorded every job
