@@ -17,14 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 from slurm_io.service.protocol import request_payload
 from tests.privacy.test_privacy import RUNUSER
 from tests.site.conftest import Site, run_as
 from tests.site.services import (
-    ensure_service_account,
+    ensure_service_role,
     free_port,
     private_munged,
     running_service,
@@ -63,12 +60,7 @@ class HostileSite:
 
 @contextmanager
 def hostile_site(site: Site, name: str) -> Iterator[HostileSite]:
-    ensure_service_account(SERVICE_ACCOUNT)
-    with psycopg.connect(site.superuser_dsn, autocommit=True) as conn:
-        if conn.execute("SELECT FROM pg_roles WHERE rolname = %s",
-                        (SERVICE_ACCOUNT,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE jobio_service").format(
-                sql.Identifier(SERVICE_ACCOUNT)))
+    ensure_service_role(site.superuser_dsn, SERVICE_ACCOUNT)
     base = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=site.dir))
     base.chmod(0o755)
     cert, key = self_signed_cert(base, SERVICE_ACCOUNT)

@@ -130,3 +130,17 @@ def stop_session(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def ensure_service_role(superuser_dsn: str, account: str) -> None:
+    """The service's OS account and its database role (`LOGIN IN ROLE jobio_service`, as
+    docs/deploy.md creates it), made once per site."""
+    import psycopg
+    from psycopg import sql
+
+    ensure_service_account(account)
+    with psycopg.connect(superuser_dsn, autocommit=True) as conn:
+        if conn.execute("SELECT FROM pg_roles WHERE rolname = %s",
+                        (account,)).fetchone() is None:
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE jobio_service").format(
+                sql.Identifier(account)))

@@ -23,14 +23,7 @@ from psycopg import sql
 from slurm_io.store import accounts
 from tests.privacy.test_privacy import _run_admin_tool
 from tests.site.conftest import Site, run_as
-from tests.site.services import (
-    ensure_service_account,
-    free_port,
-    private_munged,
-    running_service,
-    self_signed_cert,
-)
-from tests.site.test_service import SERVICE_ACCOUNT, Service
+from tests.site.test_service import Service, started_service
 
 pytestmark = [pytest.mark.pg]
 PROJECT_NAMES = ("slurmio", "slurm_hook")
@@ -41,25 +34,8 @@ ACCOUNTS = (*PROJECT_NAMES, SITE_HOOK)
 @pytest.fixture(scope="module")
 def service(site: Site) -> Iterator[Service]:
     """`jobio serve` as in tests/site/test_service.py, in a directory of its own."""
-    ensure_service_account(SERVICE_ACCOUNT)
-    with psycopg.connect(site.superuser_dsn, autocommit=True) as conn:
-        if conn.execute("SELECT FROM pg_roles WHERE rolname = %s",
-                        (SERVICE_ACCOUNT,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE jobio_service").format(
-                sql.Identifier(SERVICE_ACCOUNT)))
-    base = site.dir / "service-roles"
-    base.mkdir()
-    base.chmod(0o755)
-    cert, key = self_signed_cert(base, SERVICE_ACCOUNT)
-    port = free_port()
-    url = f"https://127.0.0.1:{port}"
-    with private_munged(base, "munge") as sock, private_munged(base, "forger") as forger:
-        cfg = site.config("service-roles", f'dsn = "{site.user_dsn}"\n[munge]\n'
-                          f'socket = "{sock}"\n[service]\nlisten = "127.0.0.1"\n'
-                          f'tls_cert = "{cert}"\ntls_key = "{key}"\n')
-        with running_service(site.jobio, SERVICE_ACCOUNT, cfg, port, url, cert,
-                             base / "service.log"):
-            yield Service(site, url, cert, sock, forger)
+    with started_service(site, "service-roles") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from slurm_io import munge
 from slurm_io.client.http import ServiceError, call
@@ -27,7 +26,7 @@ from slurm_io.service.protocol import request_payload
 from tests.privacy.test_privacy import RUNUSER
 from tests.site.conftest import Site, as_json, run_as
 from tests.site.services import (
-    ensure_service_account,
+    ensure_service_role,
     free_port,
     private_munged,
     running_service,
@@ -49,27 +48,30 @@ class Service:
         return run_as(user, self.site.jobio, list(args), config=config or self.client)
 
 
-@pytest.fixture(scope="module")
-def service(site: Site) -> Iterator[Service]:
-    ensure_service_account(SERVICE_ACCOUNT)
-    with psycopg.connect(site.superuser_dsn, autocommit=True) as conn:
-        if conn.execute("SELECT FROM pg_roles WHERE rolname = %s",
-                        (SERVICE_ACCOUNT,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE jobio_service").format(
-                sql.Identifier(SERVICE_ACCOUNT)))
-    base = site.dir / "service"
+@contextmanager
+def started_service(site: Site, dirname: str) -> Iterator[Service]:
+    """`jobio serve` as its own account, TLS, a private munged (and a forger's), its files
+    under `site.dir/dirname`."""
+    ensure_service_role(site.superuser_dsn, SERVICE_ACCOUNT)
+    base = site.dir / dirname
     base.mkdir()
     base.chmod(0o755)
     cert, key = self_signed_cert(base, SERVICE_ACCOUNT)
     port = free_port()
     url = f"https://127.0.0.1:{port}"
     with private_munged(base, "munge") as sock, private_munged(base, "forger") as forger:
-        cfg = site.config("service", f'dsn = "{site.user_dsn}"\n[munge]\nsocket = "{sock}"\n'
+        cfg = site.config(dirname, f'dsn = "{site.user_dsn}"\n[munge]\nsocket = "{sock}"\n'
                           f'[service]\nlisten = "127.0.0.1"\ntls_cert = "{cert}"\n'
                           f'tls_key = "{key}"\n')
         with running_service(site.jobio, SERVICE_ACCOUNT, cfg, port, url, cert,
                              base / "service.log"):
             yield Service(site, url, cert, sock, forger)
+
+
+@pytest.fixture(scope="module")
+def service(site: Site) -> Iterator[Service]:
+    with started_service(site, "service") as started:
+        yield started
 
 
 def root_local(site: Site, *args: str):
