@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from psycopg.conninfo import make_conninfo
 
 from slurm_io.store import migrate
 from slurm_io.store.embedded import EmbeddedPostgres
+from tests.public_dirs import public_tmp_dir
 
 TEMPLATE_DB = "slurmio_test_template"
 # `jobio` turns unexpected exceptions into one line for people (slurm_io/cli/app.py); in tests
@@ -42,12 +42,8 @@ def pg_base_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if os.geteuid() != 0:
         yield tmp_path_factory.mktemp("pg")
         return
-    path = Path(tempfile.mkdtemp(prefix="slurm-io-tests-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    try:
+    with public_tmp_dir("slurm-io-tests-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

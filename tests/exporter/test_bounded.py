@@ -11,7 +11,6 @@ cap is seen apart from the total one; the honest scraper comes from 127.0.0.1.
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,8 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from slurm_io.exporter import bounded
-from tests.exporter import live
-from tests.exporter.test_exporter import JOBIO, _port, _stop, _wait
+from tests.exporter.test_exporter import started_exporter
 
 LIMITS = bounded.LIMITS
 WAIT = LIMITS.head_deadline + 10  # how long a test waits for an outcome (not a figure asserted)
@@ -28,16 +26,8 @@ WAIT = LIMITS.head_deadline + 10  # how long a test waits for an outcome (not a 
 
 @pytest.fixture()
 def exporter(db_dsn: str) -> Iterator[int]:
-    live.load(db_dsn)
-    port = _port()
-    proc = subprocess.Popen([JOBIO, "--dsn", db_dsn, "exporter", "--listen",
-                             f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        _wait(f"http://127.0.0.1:{port}/metrics", proc, "jobio exporter")
+    with started_exporter(db_dsn) as (port, _proc, _last):
         yield port
-    finally:
-        _stop(proc)
 
 
 def _scrape(port: int) -> str:

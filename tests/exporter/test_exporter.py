@@ -15,6 +15,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -60,8 +61,10 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
-@pytest.fixture
-def exporter(db_dsn: str) -> Iterator[tuple[str, str, float]]:
+@contextmanager
+def started_exporter(db_dsn: str) -> Iterator[tuple[int, subprocess.Popen[str], float]]:
+    """The installed `jobio exporter` on a free loopback port over the live data of
+    tests/exporter/live.py: (port, process, newest interval loaded); stopped afterwards."""
     last = live.load(db_dsn)
     port = _port()
     proc = subprocess.Popen([JOBIO, "--dsn", db_dsn, "exporter", "--listen",
@@ -69,9 +72,15 @@ def exporter(db_dsn: str) -> Iterator[tuple[str, str, float]]:
                             stderr=subprocess.PIPE, text=True)
     try:
         _wait(f"http://127.0.0.1:{port}/metrics", proc, "jobio exporter")
-        yield db_dsn, f"127.0.0.1:{port}", last
+        yield port, proc, last
     finally:
         _stop(proc)
+
+
+@pytest.fixture
+def exporter(db_dsn: str) -> Iterator[tuple[str, str, float]]:
+    with started_exporter(db_dsn) as (port, proc, last):
+        yield db_dsn, f"127.0.0.1:{port}", last
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
 
 

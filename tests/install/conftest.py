@@ -4,25 +4,19 @@ so that an unprivileged user can run the client as on a login node."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.install.roles import build_as_documented, install_as_documented
+from tests.public_dirs import public_tmp_dir
 
 
 @pytest.fixture(scope="session")
 def install_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="slurm-io-install-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    try:
+    with public_tmp_dir("slurm-io-install-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from slurm_io.model import IdClass
 from tests.privacy.test_privacy import ADMIN, RUNUSER, db, uids  # noqa: F401  (fixtures)
+from tests.public_dirs import public_tmp_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -43,12 +43,8 @@ SITE_JOBS = {
 @pytest.fixture(scope="session")
 def public_dir() -> Iterator[Path]:
     """A 0755 directory under /tmp that every user can enter."""
-    path = Path(tempfile.mkdtemp(prefix="slurm-io-site-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    try:
+    with public_tmp_dir("slurm-io-site-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
