@@ -38,7 +38,7 @@ from slurm_io.delta import state_file
 from slurm_io.delta.state_store import StateStore
 from slurm_io.model import Entry, ParseResult
 from slurm_io.repair.jobid import ClassifyCache
-from slurm_io.store import kept, problems, recovery
+from slurm_io.store import kept, problems
 from slurm_io.store.problems import Problem
 from slurm_io.store.spool import Spool
 from slurm_io.store.writer import newest_batch
@@ -184,7 +184,9 @@ class Collector:
         newest = store.newest(self.name, identity)
         if newest == 0:
             return 0
-        db_seq, db_time = recovery.newest_stored(conn, self.name)
+        with conn.transaction():  # one probe of ingest_batch's key: cheap at every flush
+            stored = newest_batch(conn, self.name)
+        db_seq, db_time = (stored.seq, stored.read_time) if stored else (0, None)
         if newest <= db_seq:
             return 0
         todo = kept.gap(db_seq, store.seqs(self.name, identity))
