@@ -387,6 +387,23 @@ def measure(args: argparse.Namespace, jobs: list[int], jobio: Path, netns: str |
         shutil.rmtree(work, ignore_errors=True)
 
 
+class Requests:
+    """Pre-minted (target, credential) pairs that client threads take one at a time until a
+    deadline: credentials are minted before anything is measured."""
+
+    def __init__(self, targets: list[str], creds: list[str], stop: float) -> None:
+        self._it = iter(zip(targets, creds, strict=True))
+        self._lock = threading.Lock()
+        self.stop = stop
+
+    def next(self) -> tuple[str, str] | None:
+        """The next request, or None once the deadline passed or none is left."""
+        if time.perf_counter() >= self.stop:
+            return None
+        with self._lock:
+            return next(self._it, None)
+
+
 def concurrent(args: argparse.Namespace, client: Client, jobs: list[int],
                rng: random.Random, service_pid: int) -> None:
     """args.clients threads, each sending one request after the other for args.seconds."""
@@ -397,15 +414,10 @@ def concurrent(args: argparse.Namespace, client: Client, jobs: list[int],
     print(f"({n} credentials minted in {time.perf_counter() - t:.1f} s)")
     results: list[tuple[float, float]] = []
     lock = threading.Lock()
-    it = iter(zip(targets, creds, strict=True))
-    stop = time.perf_counter() + args.seconds
+    requests = Requests(targets, creds, time.perf_counter() + args.seconds)
 
     def run() -> None:
-        while time.perf_counter() < stop:
-            with lock:
-                nxt = next(it, None)
-            if nxt is None:
-                return
+        while (nxt := requests.next()) is not None:
             r = client.get(*nxt)
             with lock:
                 results.append(r)

@@ -51,6 +51,7 @@ from bench.bench_service import (
     SERVICE_ACCOUNT,
     TESTBED_MUNGE,
     Client,
+    Requests,
     make_cert,
     mint,
     pct,
@@ -171,19 +172,15 @@ def honest(args: argparse.Namespace, client: Client, jobs: list[str], jobio: Pat
     """Honest load for args.seconds: in-process clients and new `jobio` processes."""
     n = int(args.honest * args.seconds * 20)
     targets = [f"/v1/show?jobid={rng.choice(jobs)}" for _ in range(n)]
-    creds = mint(args.user, args.munge_socket, targets)
-    it = iter(zip(targets, creds, strict=True))
+    requests = Requests(targets, mint(args.user, args.munge_socket, targets),
+                        time.perf_counter() + args.seconds)
+    stop = requests.stop
     lock = threading.Lock()
     lat: list[float] = []
     failures: list[str] = []
-    stop = time.perf_counter() + args.seconds
 
     def run() -> None:
-        while time.perf_counter() < stop:
-            with lock:
-                nxt = next(it, None)
-            if nxt is None:
-                return
+        while (nxt := requests.next()) is not None:
             t = time.perf_counter()
             try:
                 client.get(*nxt)
@@ -214,16 +211,12 @@ def flood(args: argparse.Namespace, client: Client, jobs: list[str], stop: float
     """--flood threads of --flood-user, each sending requests back to back until `stop`."""
     n = int(args.flood * args.seconds * 40)
     targets = [f"/v1/show?jobid={random.choice(jobs)}" for _ in range(n)]
-    it = iter(zip(targets, mint(args.flood_user, args.munge_socket, targets), strict=True))
+    requests = Requests(targets, mint(args.flood_user, args.munge_socket, targets), stop)
     lock = threading.Lock()
     out.update(requests=0, busy=0)
 
     def run() -> None:
-        while time.perf_counter() < stop:
-            with lock:
-                nxt = next(it, None)
-            if nxt is None:
-                return
+        while (nxt := requests.next()) is not None:
             try:
                 client.get(*nxt)
                 key = "requests"
