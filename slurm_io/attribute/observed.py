@@ -188,6 +188,15 @@ class Evidence:
             if r.kind == kind and lo <= r.t1 <= hi:
                 yield r
 
+    def pace(self, node: str, job: int, i: int, windows: Sequence[Interval]) -> float:
+        """Facet `i` bytes the job moved on the OSTs of `node` per metadata operation it made
+        on the MDT there, by its own id in `windows` (0 where it made no MDT operation or
+        moved none of that facet): how much data its I/O phases carry per operation."""
+        ops = self.amount(node, job, windows, None, "MDT", 2)
+        if ops <= 0:
+            return 0.0
+        return self.amount(node, job, windows, None, "OST", i) / ops
+
     def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
                kind: str, i: int) -> float:
         """Facet `i` of the job's own rows on `node` inside `windows` (pro rata of each row's
