@@ -153,7 +153,7 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
                                                          blind, paced), over)
     rates = _rates(d, i, active, runs, over, evidence, blind)
-    beside = _beside(d, i, active, evidence)
+    beside = _beside(d, i, active, runs, over, evidence)
     if sum(beside.values()) > 0:
         found = rates[0] if rates is not None else {}
         rates = {j: max(found.get(j, 0.0), v) for j, v in beside.items()}, frozenset()
@@ -169,18 +169,20 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     return weights, frozenset()
 
 
-def _beside(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence
-            ) -> dict[int, float]:
-    """Facet `i` bytes each candidate moved by its own id on the delta's own target during
-    the delta's read interval: a job whose ids went missing in the middle of the interval
-    (a node-wide stretch that begins or ends there, an outage that made the interval 20
-    minutes long) or whose other processes print no id kept printing its own next to the
-    blind bytes, on the target they went to. At least as much is its expected part."""
+def _beside(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
+            over: dict[int, float], evidence: Evidence) -> dict[int, float]:
+    """Each candidate's rate of facet `i` by its own id on the delta's own target during
+    the delta's read interval (over the part of it the job ran), times its overlap: a job
+    whose ids went missing in the middle of the interval (a node-wide stretch that begins
+    or ends there, an outage that made the interval 20 minutes long) or whose other
+    processes print no id kept printing its own next to the blind bytes, on the target
+    they went to. At least as much is its expected part."""
     if i > 1 or d.node is None:
         return {}
+    a, b = d.ts_start, d.ts_end
     kind = target_kind(d.target)
-    return {c.job: evidence.amount(d.node, c.job, [(d.ts_start, d.ts_end)], d.target, kind, i)
-            for c in active}
+    return {c.job: evidence.amount(d.node, c.job, [(a, b)], d.target, kind, i)
+            * over[c.job] / max(overlap(a, b, *runs[c.job]), 1.0) for c in active}
 
 
 def _paced(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
