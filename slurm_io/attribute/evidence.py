@@ -23,6 +23,16 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    its run that the window observed: first on the delta's own target, else on any target of
    the same kind (MDT or OST), else on the same kind over the widest window. A candidate
    observed doing nothing there has rate 0: that is evidence too.
+   Two readings of the delta's own interval come before the rates around it, where they
+   say more (an OST delta's bytes only):
+   - pace: a candidate whose OSTs were blind then (no OST row by its id in the interval)
+     but whose MDT was not is expected to have moved its MDT operations during the delta
+     times the bytes its I/O carried per operation nearby (blind stretches taken out);
+     an I/O phase that falls wholly in a stretch of blind OSTs still opens files on an
+     MDT that is not blind, while its rates around show only the compute next to it;
+   - beside: what a candidate moved by its own id on the delta's own target in the
+     delta's read interval (ids lost mid-interval, the outage's long interval, processes
+     that never had the id) is at least its expected part.
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
@@ -47,11 +57,13 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     Evidence,
     Interval,
     Row,
+    beside,
     effective,
     facet,
     measures,
     merge,
     overlap,
+    paced_amounts,
     requests,
     run_of,
     subtract,
@@ -66,9 +78,9 @@ if TYPE_CHECKING:
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
-           "Evidence", "Interval", "Row", "Split", "beyond_rates", "capped", "effective",
-           "facet", "measures", "merge", "overlap", "run_of", "split", "subtract",
-           "target_kind"]
+           "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped",
+           "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "run_of",
+           "split", "subtract", "target_kind"]
 
 class Split(NamedTuple):
     fractions: dict[int, float]  # job -> part of the facet it gets (their sum <= 1)
@@ -101,7 +113,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         return Split({}, SINGLE)
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
-    paced = _paced(d, i, active, evidence, blind)
+    paced = paced_amounts(d, i, active, evidence, blind)
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
@@ -153,10 +165,10 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
                                                          blind, paced), over)
     rates = _rates(d, i, active, runs, over, evidence, blind)
-    beside = _beside(d, i, active, runs, over, evidence)
-    if sum(beside.values()) > 0:
+    printed = beside(d, i, active, runs, over, evidence)
+    if sum(printed.values()) > 0:
         found = rates[0] if rates is not None else {}
-        rates = {j: max(found.get(j, 0.0), v) for j, v in beside.items()}, frozenset()
+        rates = {j: max(found.get(j, 0.0), v) for j, v in printed.items()}, frozenset()
     paced = {c.job: paced[c.job] for c in active if c.job in paced}
     if not paced:
         return rates
@@ -167,46 +179,6 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     if sum(weights.values()) <= 0:
         return rates
     return weights, frozenset()
-
-
-def _beside(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
-            over: dict[int, float], evidence: Evidence) -> dict[int, float]:
-    """Each candidate's rate of facet `i` by its own id on the delta's own target during
-    the delta's read interval (over the part of it the job ran), times its overlap: a job
-    whose ids went missing in the middle of the interval (a node-wide stretch that begins
-    or ends there, an outage that made the interval 20 minutes long) or whose other
-    processes print no id kept printing its own next to the blind bytes, on the target
-    they went to. At least as much is its expected part."""
-    if i > 1 or d.node is None:
-        return {}
-    a, b = d.ts_start, d.ts_end
-    kind = target_kind(d.target)
-    return {c.job: evidence.amount(d.node, c.job, [(a, b)], d.target, kind, i)
-            * over[c.job] / max(overlap(a, b, *runs[c.job]), 1.0) for c in active}
-
-
-def _paced(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-           blind: Sequence[Interval]) -> dict[int, float]:
-    """Each candidate's expected amount of byte facet `i` of an OST delta from its pace on
-    the MDT: the metadata operations it made by its own id during the delta times the
-    bytes its I/O carried per operation nearby (attribute.observed.Evidence.pace); only
-    candidates that made operations during the delta. An I/O phase that falls wholly in a
-    stretch where the OSTs are blind still shows on an MDT that is not."""
-    if i > 1 or d.node is None or target_kind(d.target) != "OST":
-        return {}
-    a, b = d.ts_start, d.ts_end
-    out: dict[int, float] = {}
-    for c in active:
-        ops = evidence.amount(d.node, c.job, [(a, b)], None, "MDT", 2)
-        if ops <= 0:
-            continue
-        if evidence.seen(d.node, c.job, "OST", a, b):
-            continue  # its OSTs were not blind then: its rates say more than its pace
-        lo, hi = a - WINDOWS[-1], b + WINDOWS[-1]
-        ratio = evidence.pace(d.node, c.job, i, subtract(lo, hi, merge([*blind, (a, b)])))
-        if ratio > 0:
-            out[c.job] = ops * ratio
-    return out
 
 
 def _rates(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
