@@ -134,10 +134,15 @@ def report(scenario: str, r: dict[str, Any]) -> None:
           f"({r['idle_jobs_bytes'] / gib:,.2f} GiB)")
     unrec = sum(x["unrecoverable_truth"] for x in r["rows"])
     print(f"job I/O under unrecoverable ids (not attributable): {unrec / gib:,.2f} GiB")
+    per_1k = 1000 * r["rules_cpu_seconds"] / max(1, r["jobs"])
+    print(f"CPU of the rules per 1,000 jobs {per_1k:.2f} s")
     if "breakdown" in r:
         from bench.accuracy_breakdown import report as explain
 
         explain(r["breakdown"])
+        ceiling = r["breakdown"]["ceilings"]["perfect where the owner's phase showed its id"][0]
+        print(f"  distance of the byte accuracy to that first ceiling: "
+              f"{100 * (ceiling - r['byte_accuracy']):.2f} points")
 
 
 def main() -> None:

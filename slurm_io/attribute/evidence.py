@@ -23,6 +23,16 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    its run that the window observed: first on the delta's own target, else on any target of
    the same kind (MDT or OST), else on the same kind over the widest window. A candidate
    observed doing nothing there has rate 0: that is evidence too.
+   Two readings of the delta's own interval come before the rates around it, where they
+   say more (an OST delta's bytes only):
+   - pace: a candidate whose OSTs were blind then (no OST row by its id in the interval)
+     but whose MDT was not is expected to have moved its MDT operations during the delta
+     times the bytes its I/O carried per operation nearby (blind stretches taken out);
+     an I/O phase that falls wholly in a stretch of blind OSTs still opens files on an
+     MDT that is not blind, while its rates around show only the compute next to it;
+   - beside: what a candidate moved by its own id on the delta's own target in the
+     delta's read interval (ids lost mid-interval, the outage's long interval, processes
+     that never had the id) is at least its expected part.
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
@@ -47,11 +57,13 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     Evidence,
     Interval,
     Row,
+    beside,
     effective,
     facet,
     measures,
     merge,
     overlap,
+    paced_amounts,
     requests,
     run_of,
     subtract,
@@ -66,9 +78,9 @@ if TYPE_CHECKING:
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
-           "Evidence", "Interval", "Row", "Split", "beyond_rates", "capped", "effective",
-           "facet", "measures", "merge", "overlap", "run_of", "split", "subtract",
-           "target_kind"]
+           "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped",
+           "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "run_of",
+           "split", "subtract", "target_kind"]
 
 class Split(NamedTuple):
     fractions: dict[int, float]  # job -> part of the facet it gets (their sum <= 1)
@@ -101,7 +113,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         return Split({}, SINGLE)
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
-    found = _evidence_weights(d, i, active, runs, over, evidence, blind)
+    paced = paced_amounts(d, i, active, evidence, blind)
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -128,7 +141,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    out = capped(d, i, fractions, over_read, evidence)
+    out = capped(d, i, fractions, over_read, evidence, paced)
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     return Split(out, rule)
@@ -139,19 +152,43 @@ Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs rule
 
 def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
-                      blind: Sequence[Interval]) -> Weights | None:
+                      blind: Sequence[Interval], paced: dict[int, float]) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
     candidates rule 0 rules out; None where there is no evidence."""
     if d.node is None:
         return None
     a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
-    kind = target_kind(d.target)
     busy = [c for c in active if evidence.seen(d.node, c.job, None, a, b)]
     if busy and len(busy) < len(active):
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
-                                                         blind), over)
+                                                         blind, paced), over)
+    rates = _rates(d, i, active, runs, over, evidence, blind)
+    printed = beside(d, i, active, runs, over, evidence)
+    if sum(printed.values()) > 0:
+        found = rates[0] if rates is not None else {}
+        rates = {j: max(found.get(j, 0.0), v) for j, v in printed.items()}, frozenset()
+    paced = {c.job: paced[c.job] for c in active if c.job in paced}
+    if not paced:
+        return rates
+    if rates is None and len(paced) < len(active):
+        return None
+    base = rates[0] if rates is not None else {}
+    weights = {c.job: paced.get(c.job, base.get(c.job, 0.0)) for c in active}
+    if sum(weights.values()) <= 0:
+        return rates
+    return weights, frozenset()
+
+
+def _rates(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
+           over: dict[int, float], evidence: Evidence, blind: Sequence[Interval]
+           ) -> Weights | None:
+    """Rule 1: each candidate's rate around the delta (blind stretches taken out) times its
+    overlap; None where a candidate was never observed or none moved the facet nearby."""
+    assert d.node is not None
+    a, b = d.ts_start, d.ts_end
+    kind = target_kind(d.target)
     holes = merge([*blind, (a, b)])
     observed: dict[int, float] = {}
     windows: list[Interval] = []
@@ -289,7 +326,7 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
 
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
-           evidence: Evidence) -> dict[int, float]:
+           evidence: Evidence, paced: dict[int, float] | None = None) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
     writes, operations for the rest): what it can
@@ -304,7 +341,8 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     caps: dict[int, float] = {}
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
-        caps[j] = float("inf") if peak is None else CAP_SLACK * peak * over[j] / amount
+        caps[j] = float("inf") if peak is None else CAP_SLACK * max(
+            peak * over[j], (paced or {}).get(j, 0.0)) / amount
     if all(c == float("inf") for c in caps.values()):
         return fractions
     out = dict(fractions)

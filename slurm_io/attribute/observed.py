@@ -3,7 +3,9 @@
 The building blocks of the evidence rule (attribute.evidence): a delta's effective interval,
 interval arithmetic (overlap, union, difference), the facets a delta is weighed by, and the
 index of each job's directly identified rows per node, sorted by time, with the questions
-the rule asks of it (was the job seen then, its amount in a window, its peak rate). Pure.
+the rule asks of it (was the job seen then, its amount in a window, its peak rate, its bytes
+per metadata operation), and the two readings of a blind delta's own interval (`beside`,
+`paced_amounts`). Pure.
 """
 
 from __future__ import annotations
@@ -188,6 +190,15 @@ class Evidence:
             if r.kind == kind and lo <= r.t1 <= hi:
                 yield r
 
+    def pace(self, node: str, job: int, i: int, windows: Sequence[Interval]) -> float:
+        """Facet `i` bytes the job moved on the OSTs of `node` per metadata operation it made
+        on the MDT there, by its own id in `windows` (0 where it made no MDT operation or
+        moved none of that facet): how much data its I/O phases carry per operation."""
+        ops = self.amount(node, job, windows, None, "MDT", 2)
+        if ops <= 0:
+            return 0.0
+        return self.amount(node, job, windows, None, "OST", i) / ops
+
     def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
                kind: str, i: int) -> float:
         """Facet `i` of the job's own rows on `node` inside `windows` (pro rata of each row's
@@ -214,3 +225,44 @@ class Evidence:
             inside = sum(overlap(r.t0, r.t1, a, b) for a, b in windows)
             total += v * inside / length
         return total
+
+
+def beside(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
+           over: dict[int, float], evidence: Evidence) -> dict[int, float]:
+    """Each candidate's rate of facet `i` by its own id on the delta's own target during
+    the delta's read interval (over the part of it the job ran), times its overlap: a job
+    whose ids went missing in the middle of the interval (a node-wide stretch that begins
+    or ends there, an outage that made the interval 20 minutes long) or whose other
+    processes print no id kept printing its own next to the blind bytes, on the target
+    they went to. At least as much is its expected part."""
+    if i > 1 or d.node is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    kind = target_kind(d.target)
+    return {c.job: evidence.amount(d.node, c.job, [(a, b)], d.target, kind, i)
+            * over[c.job] / max(overlap(a, b, *runs[c.job]), 1.0) for c in active}
+
+
+def paced_amounts(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+                  blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's expected amount of byte facet `i` of an OST delta from its pace on
+    the MDT: the metadata operations it made by its own id during the delta times the
+    bytes its I/O carried per operation nearby (Evidence.pace), for the candidates whose
+    OSTs were blind then (no OST row by their id in the interval) and whose MDT was not.
+    An I/O phase that falls wholly in a stretch where the OSTs are blind still opens files
+    on an MDT that is not, while the rates around it show only the compute next to it."""
+    if i > 1 or d.node is None or target_kind(d.target) != "OST":
+        return {}
+    a, b = d.ts_start, d.ts_end
+    out: dict[int, float] = {}
+    for c in active:
+        ops = evidence.amount(d.node, c.job, [(a, b)], None, "MDT", 2)
+        if ops <= 0:
+            continue
+        if evidence.seen(d.node, c.job, "OST", a, b):
+            continue  # its OSTs were not blind then: its rates say more than its pace
+        lo, hi = a - WINDOWS[-1], b + WINDOWS[-1]
+        ratio = evidence.pace(d.node, c.job, i, subtract(lo, hi, merge([*blind, (a, b)])))
+        if ratio > 0:
+            out[c.job] = ops * ratio
+    return out

@@ -122,6 +122,10 @@ def test_accuracy_small(pg_dsn: str) -> None:
         assert re.search(rf"== {name}: \d+ jobs, attributed", out), out
     assert len(re.findall(r"^byte accuracy\s+\d+\.\d+ %", out, re.M)) == 3
     assert "ambiguous splits vs oracle" in out
+    assert len(re.findall(r"start-up splits perfect .*: byte accuracy \d+\.\d+ %", out)) == 3
+    assert len(re.findall(r"distance of the byte accuracy to that first ceiling: -?\d+\.\d+ "
+                          r"points", out)) == 3
+    assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
 
 
 def test_fuzz_intake_small(pg_dsn: str) -> None:
