@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from slurm_io.model import METADATA_OPS
+from slurm_io.counter_names import METADATA_OPS
 
 # the figures a range is kept for; their facet index in attribute.evidence.FACETS
 RANGED = ("read_bytes", "write_bytes", "metadata_ops")
@@ -84,6 +84,15 @@ def wide(figure: float, r: Range | None, share: float = 0.01) -> bool:
     if r is None:
         return False
     return r[1] - r[0] > share * figure
+
+
+def any_wide(totals: dict[str, int], metadata_ops: int,
+             ranges: dict[str, Range]) -> bool:
+    """Whether a job's view shows any of its figures with a range (then it says what the
+    brackets mean)."""
+    return any(wide(fig, ranges.get(k)) for k, fig in (
+        ("read_bytes", totals.get("read_bytes", 0)), ("write_bytes", totals.get("write_bytes", 0)),
+        ("metadata_ops", metadata_ops)))
 
 
 def covers(r: Range, truth: float) -> bool:
