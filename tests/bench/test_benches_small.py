@@ -117,11 +117,16 @@ def test_bench_exporter_latency_small(pg_dsn: str) -> None:
 def test_accuracy_small(pg_dsn: str) -> None:
     """accuracy.py with accuracy_breakdown.py (--breakdown), the three scenarios, 1 h, 8 nodes."""
     out = bench("bench/accuracy.py", "--scenario", "all", "--hours", "1", "--nodes", "8",
-                "--breakdown", "--dsn", pg_dsn)
+                "--breakdown", "--ranges", "--dsn", pg_dsn)
     for name in ("default", "dense", "leaky"):
         assert re.search(rf"== {name}: \d+ jobs, attributed", out), out
     assert len(re.findall(r"^byte accuracy\s+\d+\.\d+ %", out, re.M)) == 3
     assert "ambiguous splits vs oracle" in out
+    # --ranges: a row per scenario, every job where the rule guarantees it inside its range
+    rows = re.findall(r"^\| (default|dense|leaky) \| 1 \| (\d+) \| [\d.]+ % \| (\d+) / (\d+) \|",
+                      out, re.M)
+    assert [r[0] for r in rows] == ["default", "dense", "leaky"], out
+    assert all(r[2] == r[3] for r in rows), out
 
 
 def test_fuzz_intake_small(pg_dsn: str) -> None:
