@@ -78,7 +78,9 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
 
 def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
               holes: Sequence[tuple[float, float]], now: float) -> dict[int, Fractions]:
-    """Each candidate's part of the facets of `d`, by evidence.split (as attribute.core)."""
+    """Each candidate's part of the facets of `d`, by evidence.split (as attribute.core):
+    every candidate the split weighed, those it gave nothing included (one may still own
+    it: attribute.ranges; the views leave them out of the figures)."""
     present = {facet(k) for k, v in d.counters.items() if v}
     parts: dict[int, list[float]] = {}
     for i, name in enumerate(FACETS):
@@ -87,5 +89,5 @@ def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
         s = split(d, i, cands, ev, holes, now)
         for job, f in s.fractions.items():
             parts.setdefault(job, [0.0, 0.0, 0.0])[i] = f
-    return {j: (f[0], f[1], f[2]) for j, f in parts.items() if any(f)}
+    return {j: (f[0], f[1], f[2]) for j, f in parts.items()}
 

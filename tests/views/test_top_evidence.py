@@ -135,3 +135,28 @@ def test_top_computes_a_running_jobs_share_by_the_same_rules(running):
         live = job_report(conn, info, now=T0 + 3000)  # show computes a running job
     assert round(top[22].get("write_bytes")) == live["recovered"]["write_bytes"] == 100
     assert round(top[21].get("write_bytes")) == 300
+
+
+def test_the_live_range_of_a_job_is_its_stored_range_over_its_run(finished):
+    """report.load.span: over the interval, a job's figure without its shares of the
+    ambiguous deltas, and with all of them; over its whole run that is the range
+    attribution stores (attribute.ranges), interval by interval the blind read's
+    400 bytes could be either job's."""
+    with psycopg.connect(finished) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        end = T0 + 120 * 31
+        ld = load_mod.load(conn, at=end, interval=(end - T0 + 240) / load_mod.WINDOW,
+                           now=T0 + 7200)
+        top = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        for job in (21, 22):
+            (info,) = find_jobs(conn, str(job))
+            stored = job_report(conn, info, now=T0 + 7200)["ranges"]
+            least, most = load_mod.span(ld, top[job])
+            assert (round(least[1]), round(most[1])) == (stored["write_bytes"]["least"],
+                                                         stored["write_bytes"]["most"])
+            assert (round(least[2]), round(most[2])) == (stored["metadata_ops"]["least"],
+                                                         stored["metadata_ops"]["most"])
+        ld = load_mod.load(conn, at=T0 + 120 * (BLIND + 1) + 30, now=T0 + 7200)
+        blind = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        assert [tuple(round(x) for x in load_mod.span(ld, blind[21])[k]) for k in (0, 1)] == [
+            (0, 0, 0), (0, 400, 4)]
