@@ -140,7 +140,7 @@ def report(scenario: str, r: dict[str, Any]) -> None:
           f"({r['idle_jobs_bytes'] / gib:,.2f} GiB)")
     g = range_summary(r["rows"])
     print(f"ranges: truth inside          {g['inside']} of {g['jobs']} jobs "
-          f"({100 * g['coverage']:.2f} %); where the rule guarantees it "
+          f"({100 * g['coverage']:.2f} %); of the jobs whose direct part is exact "
           f"{g['guaranteed_inside']} of {g['guaranteed']}")
     print(f"ranges: width (most - least) / figure, median / p90: "
           f"{100 * g['median_width']:.2f} % / {100 * g['p90_width']:.2f} %; "
@@ -187,8 +187,8 @@ def main() -> None:
             report(name, r)
             table.append((name, range_summary(r["rows"])))
         if args.ranges:
-            print("| scenario | seed | jobs | truth inside | guaranteed, inside | median width "
-                  "| p90 width | shown with a range | their median / p90 width |")
+            print("| scenario | seed | jobs | truth inside | direct part exact: inside "
+                  "| median width | p90 width | shown with a range | their median / p90 width |")
             for name, g in table:
                 print(f"| {name} | {args.seed} | {g['jobs']} | {100 * g['coverage']:.2f} % "
                       f"| {g['guaranteed_inside']} / {g['guaranteed']} "

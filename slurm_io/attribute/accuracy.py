@@ -114,11 +114,11 @@ def _pick(xs: list[float], q: float) -> float:
 
 def range_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How honest the ranges are (attribute.ranges), from compare's rows: the share of jobs
-    whose recoverable truth lies inside the range of both their read and written bytes,
-    the jobs where the rule guarantees it (their own deltas were attributed exactly, so
-    only the `:uid:host` part is uncertain, and it lies between none and all of what the
-    job shared), and the width of the ranges: (most - least) / figure per job, read and
-    written bytes together."""
+    whose recoverable truth lies inside the range of both their read and written bytes;
+    `guaranteed`: the jobs whose own deltas were attributed exactly, where the rule
+    guarantees it as far as its premise holds (the owner of each `:uid:host` byte was one
+    of the delta's candidates: attribute.ranges); and the width of the ranges,
+    (most - least) / figure per job, read and written bytes together."""
     inside = guaranteed = guaranteed_inside = 0
     widths: list[float] = []
     shown: list[float] = []

@@ -37,7 +37,7 @@ from slurm_io.attribute.evidence import (
     split,
     target_kind,
 )
-from slurm_io.attribute.ranges import Bounds
+from slurm_io.attribute.ranges import Bounds, touches
 from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
@@ -282,6 +282,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
         f = [0.0, 0.0, 0.0]
         rules = ["", "", ""]
         among = [False, False, False]  # the job was one of the split's candidates
+        edge = touches(effective(d), run)  # or its run meets the delta's interval at an edge
         ids = tuple(sorted(c.job for c in cands))
         if ev is None and len(ids) > 1:
             ev = index(direct)
@@ -294,7 +295,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule
-                among[i] = job.job in s.fractions
+                among[i] = edge or job.job in s.fractions
         bounds.shared(d.counters, f, rules, among)
         if not any(f):
             continue

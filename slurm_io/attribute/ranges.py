@@ -11,7 +11,8 @@ defend is only:
   a process that lost its id prints nothing else, so no rule proves a candidate idle.
 - **most**: all of the shared delta, when the job was among the candidates the split
   weighed (its run overlaps the delta's effective interval; a candidate the split gave
-  0, rule 0's "idle", included); nothing when its run does not overlap it.
+  0, rule 0's "idle", included) or its run meets that interval at an edge (`touches`);
+  nothing when its run does not meet it.
 
 So `least <= figure <= most`, and the job's true I/O lies inside whenever its own deltas
 were read whole and the owner of every `:uid:host` byte was among the delta's candidates
@@ -62,7 +63,7 @@ class Bounds:
         for i, x in enumerate(amounts(counters)):
             if not x:
                 continue
-            if rules[i] == SINGLE_RULE:
+            if rules[i] == SINGLE_RULE and fractions[i] > 0:  # the job's alone
                 self.least[i] += x * fractions[i]
                 self.most[i] += x * fractions[i]
             elif candidate[i]:
@@ -72,6 +73,14 @@ class Bounds:
         """`{read_bytes: (least, most), ...}`, widened to hold the figures (rounding)."""
         return {name: bound(lo, hi, fig) for name, lo, hi, fig
                 in zip(RANGED, self.least, self.most, figures, strict=True)}
+
+
+def touches(interval: tuple[float, float], run: tuple[float, float]) -> bool:
+    """Whether a job's run meets a delta's effective interval, its edges included: an
+    entry last updated in the very second the job started (Lustre's times are whole
+    seconds) may hold the job's first I/O, though the split, which weighs overlaps, gives
+    the job none of it."""
+    return run[0] <= interval[1] and run[1] >= interval[0]
 
 
 def bound(least: float, most: float, figure: int) -> Range:

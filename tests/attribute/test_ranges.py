@@ -103,3 +103,17 @@ def test_bounds_accumulate_facets_independently():
              ("evidence", "time", "single"), (True, False, True))
     assert b.ranges((12, 0, 6)) == {"read_bytes": (7, 17), "write_bytes": (0, 0),
                                     "metadata_ops": (6, 6)}
+
+
+def test_a_delta_last_updated_in_the_second_the_job_started_is_in_its_most():
+    """The entry's last update (snapshot_time) is the job's start: the effective interval
+    (ts_start, last update] meets the run only at its edge, so the split gives the job
+    nothing (and the bytes stay the user's), but Lustre's whole seconds do not rule the
+    job out: its most holds the delta (seen on the leaky simulation, seed 1)."""
+    d = delta(941, 1064, rb=320, last=1000)
+    io = attribute(A, [], [d], [A], now=5000)
+    assert io.totals.get("read_bytes", 0) == 0
+    assert io.ranges["read_bytes"] == (0, 320)
+    # a job that ended before the interval began does not meet it
+    before = JobWindow(4, 1000, ("n1",), 500.0, 900.0)
+    assert attribute(before, [], [d], [before], now=5000).ranges["read_bytes"] == (0, 0)
