@@ -282,7 +282,11 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
         f = [0.0, 0.0, 0.0]
         rules = ["", "", ""]
         among = [False, False, False]  # the job was one of the split's candidates
-        edge = touches(effective(d), run)  # or its run meets the delta's interval at an edge
+        # for the range (attribute.ranges): the jobs whose run meets the delta's interval,
+        # its edges included (the split weighs overlaps: an edge gets nothing)
+        eff = effective(d)
+        edge = touches(eff, run)
+        alone = sum(touches(eff, run_of(c, now)) for c in cands) <= 1
         ids = tuple(sorted(c.job for c in cands))
         if ev is None and len(ids) > 1:
             ev = index(direct)
@@ -296,7 +300,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule
                 among[i] = edge or job.job in s.fractions
-        bounds.shared(d.counters, f, rules, among)
+        bounds.shared(d.counters, f, rules, among, alone)
         if not any(f):
             continue
         n_rec += 1

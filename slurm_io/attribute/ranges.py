@@ -14,6 +14,12 @@ defend is only:
   0, rule 0's "idle", included) or its run meets that interval at an edge (`touches`);
   nothing when its run does not meet it.
 
+A delta the split gives one job whole (one candidate overlaps its interval) is that job's
+for certain, unless another job's run meets the interval at an edge: Lustre's times are
+whole seconds, and an entry last updated in the second a job started may hold that job's
+first I/O (seen on the leaky simulation, where it put the truth outside the range); then
+the delta counts as shared (least nothing of it, most all of it) for both.
+
 So `least <= figure <= most`, and the job's true I/O lies inside whenever its own deltas
 were read whole and the owner of every `:uid:host` byte was among the delta's candidates
 (what the rules assume). The bounds are computed from the candidate sets and the splits'
@@ -57,13 +63,14 @@ class Bounds:
             self.most[i] += x
 
     def shared(self, counters: dict[str, int], fractions: Sequence[float],
-               rules: Sequence[str], candidate: Sequence[bool]) -> None:
+               rules: Sequence[str], candidate: Sequence[bool], alone: bool = True) -> None:
         """A `:uid:host` delta: per facet the job's fraction, the rule that gave it and
-        whether the job was among the split's candidates (module docstring)."""
+        whether the job was among the split's candidates; `alone`: no other job's run
+        meets the delta's interval, edges included (module docstring)."""
         for i, x in enumerate(amounts(counters)):
             if not x:
                 continue
-            if rules[i] == SINGLE_RULE and fractions[i] > 0:  # the job's alone
+            if rules[i] == SINGLE_RULE and fractions[i] > 0 and alone:  # the job's alone
                 self.least[i] += x * fractions[i]
                 self.most[i] += x * fractions[i]
             elif candidate[i]:

@@ -117,3 +117,15 @@ def test_a_delta_last_updated_in_the_second_the_job_started_is_in_its_most():
     # a job that ended before the interval began does not meet it
     before = JobWindow(4, 1000, ("n1",), 500.0, 900.0)
     assert attribute(before, [], [d], [before], now=5000).ranges["read_bytes"] == (0, 0)
+
+
+def test_a_job_starting_in_the_second_of_the_last_update_makes_the_delta_uncertain():
+    """The split gives a delta whose entry was last updated at 1100 to A alone (B starts at
+    1100: no overlap), but that update may be B's first I/O: A's least leaves it out, B's
+    most holds it."""
+    d = delta(1041, 1164, rb=500, last=1100)
+    io_a = attribute(A, [], [d], [A, B], now=5000)
+    io_b = attribute(B, [], [d], [A, B], now=5000)
+    assert io_a.totals["read_bytes"] == 500 and io_b.totals.get("read_bytes", 0) == 0
+    assert io_a.ranges["read_bytes"] == (0, 500)
+    assert io_b.ranges["read_bytes"] == (0, 500)
