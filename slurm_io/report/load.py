@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_io.attribute import ranges
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
+from slurm_io.attribute.evidence import effective, run_of
 from slurm_io.attribute.live import interval_shares
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.report import sql as q
@@ -153,6 +154,10 @@ def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
                 given += sh.fraction
             if sh.ambiguous:
                 ambiguous[(host_id, uid)] = cands[(host_id, uid)]
+        eff = effective(d)
+        if sum(ranges.touches(eff, run_of(jw, now)) for jw in cands.get((host_id, uid), [])) > 1:
+            # another job's run meets the interval at an edge: the range sees it shared
+            ambiguous[(host_id, uid)] = cands[(host_id, uid)]
         if given < 1.0 - 1e-9:
             rest = 1.0 - min(1.0, given)
             parts.append(Part("user", None, uid, host_id, fsname, None, [v * rest for v in vals]))
