@@ -103,3 +103,19 @@ def test_the_human_view_json_and_mail_carry_the_range(shared: Site, alice_config
     mail = run_as("alice", shared.jobio, ["report", "8502"], config=alice_config)
     assert mail.returncode == 0, mail.stderr
     assert "GiB (5.0–9.0)" in mail.stdout
+
+
+def test_through_the_service_alice_gets_the_same_ranges(shared: Site) -> None:
+    """`jobio serve`'s answer carries the ranges (`"ranges"`), and the client renders them
+    as the database's own reader does."""
+    from tests.site.test_service import started_service
+
+    root = ["--dsn", shared.superuser_dsn]
+    with started_service(shared, "ranges-service") as service:
+        for args in (["show", "8502"], ["show", "8501", "8502", "--json"],
+                     ["show", "8501", "-P", "-o", "JobID,WriteBytesLeast,WriteBytesMost"]):
+            mine = service.run("alice", *args)
+            assert mine.returncode == 0, mine.stderr
+            assert mine.stdout == run_as(None, shared.jobio, [*root, *args]).stdout
+        doc = json.loads(service.run("alice", "show", "8501", "--json").stdout)
+    assert doc[0]["ranges"]["write_bytes"] == {"least": 15 * GiB, "most": 19 * GiB}
