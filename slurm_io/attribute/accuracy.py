@@ -58,6 +58,13 @@ def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
         missing_truth = _bytes(by_form.get("job_missing", {}))
         got = _bytes(io.totals)
         got_rec = _bytes(io.recovered)
+        facets = {k: {"truth": sum(int(by_form.get(f, {}).get(k, 0))
+                                   for f in (*DIRECT_FORMS, "job_missing")),
+                      "direct_truth": sum(int(by_form.get(f, {}).get(k, 0))
+                                          for f in DIRECT_FORMS),
+                      "direct_got": io.totals.get(k, 0) - io.recovered.get(k, 0),
+                      "got": io.totals.get(k, 0), "range": io.ranges.get(k)}
+                  for k in ("read_bytes", "write_bytes")}
         rows.append({
             "job": job_id, "direct_truth": direct_truth, "direct_got": got - got_rec,
             "recovered_truth": missing_truth, "recovered_got": got_rec,
@@ -65,6 +72,7 @@ def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
             "by_evidence": _bytes(io.by_evidence), "by_time": _bytes(io.by_time),
             "generated": _bytes(t), "attributed": got,
             "unrecoverable_truth": _bytes(by_form.get("unrecoverable", {})),
+            "facets": facets,
         })
     attributable = sum(r["direct_truth"] + r["recovered_truth"] for r in rows)
     attributed = sum(r["attributed"] for r in rows)
@@ -97,4 +105,49 @@ def compare(conn: psycopg.Connection, truth_file: Path, *, now: float,
         "idle_jobs_given_bytes": len(idle_given),
         "idle_jobs_bytes": sum(r["attributed"] for r in idle_given),
         "rows": rows,
+    }
+
+
+def _pick(xs: list[float], q: float) -> float:
+    return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else 0.0
+
+
+def range_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How honest the ranges are (attribute.ranges), from compare's rows: the share of jobs
+    whose recoverable truth lies inside the range of both their read and written bytes;
+    `guaranteed`: the jobs whose own deltas were attributed exactly, where the rule
+    guarantees it as far as its premise holds (the owner of each `:uid:host` byte was one
+    of the delta's candidates: attribute.ranges); and the width of the ranges,
+    (most - least) / figure per job, read and written bytes together."""
+    inside = guaranteed = guaranteed_inside = 0
+    widths: list[float] = []
+    shown: list[float] = []
+    width_bytes = figure_bytes = 0
+    for r in rows:
+        fs = r["facets"].values()
+        ok = all(f["range"] is not None and f["range"][0] <= f["truth"] <= f["range"][1]
+                 for f in fs)
+        sure = all(f["direct_got"] == f["direct_truth"] for f in fs)
+        inside += ok
+        guaranteed += sure
+        guaranteed_inside += ok and sure
+        fig = sum(f["got"] for f in fs)
+        width = sum(f["range"][1] - f["range"][0] for f in fs if f["range"] is not None)
+        width_bytes += width
+        figure_bytes += fig
+        if fig > 0:
+            widths.append(width / fig)
+            if any(f["range"] is not None and f["range"][1] - f["range"][0] > 0.01 * f["got"]
+                   for f in fs):
+                shown.append(width / fig)
+    widths.sort()
+    shown.sort()
+    n = len(rows)
+    return {
+        "jobs": n, "inside": inside, "coverage": inside / n if n else 1.0,
+        "guaranteed": guaranteed, "guaranteed_inside": guaranteed_inside,
+        "median_width": _pick(widths, 0.5), "p90_width": _pick(widths, 0.9),
+        "jobs_with_range_shown": len(shown), "median_width_shown": _pick(shown, 0.5),
+        "p90_width_shown": _pick(shown, 0.9),
+        "width_over_figures": width_bytes / figure_bytes if figure_bytes else 0.0,
     }

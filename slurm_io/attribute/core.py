@@ -37,6 +37,7 @@ from slurm_io.attribute.evidence import (
     split,
     target_kind,
 )
+from slurm_io.attribute.ranges import Bounds, touches
 from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
@@ -232,6 +233,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
     profiles = {k: SizeProfile() for k in BYTE_KINDS}
     hours: dict[tuple[float, str, str], tuple[dict[str, float], dict[str, float]]] = {}
     n_direct = n_rec = 0
+    bounds = Bounds()  # least and most the job can have done (attribute.ranges)
 
     def take(d: DeltaRow, f: tuple[float, float, float], recovered: bool = False) -> None:
         _add3(totals, d.counters, f)
@@ -259,6 +261,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
     for d in direct:
         n_direct += 1
         take(d, _WHOLE)
+        bounds.own(d.counters)
     by_node_jobs: dict[str, list[JobWindow]] = defaultdict(list)
     for c in competitors:
         for n in c.nodes:
@@ -278,6 +281,12 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
         present = {facet(k) for k, v in d.counters.items() if v}
         f = [0.0, 0.0, 0.0]
         rules = ["", "", ""]
+        among = [False, False, False]  # the job was one of the split's candidates
+        # for the range (attribute.ranges): the jobs whose run meets the delta's interval,
+        # its edges included (the split weighs overlaps: an edge gets nothing)
+        eff = effective(d)
+        edge = touches(eff, run)
+        alone = sum(touches(eff, run_of(c, now)) for c in cands) <= 1
         ids = tuple(sorted(c.job for c in cands))
         if ev is None and len(ids) > 1:
             ev = index(direct)
@@ -290,6 +299,8 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule
+                among[i] = edge or job.job in s.fractions
+        bounds.shared(d.counters, f, rules, among, alone)
         if not any(f):
             continue
         n_rec += 1
@@ -321,4 +332,6 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
         by_evidence=_ints(by_ev),
         by_time=_ints(by_time),
         hours={k: (_ints(t), _ints(r)) for k, (t, r) in sorted(hours.items())},
+        ranges=bounds.ranges((tot.get("read_bytes", 0), tot.get("write_bytes", 0),
+                              round(sum(v for k, v in totals.items() if k in METADATA_OPS)))),
     )

@@ -19,7 +19,17 @@ from typing import TYPE_CHECKING
 
 from slurm_io.attribute import sql
 from slurm_io.attribute.core import blind_stretches, evidence_index
-from slurm_io.attribute.evidence import FACETS, WINDOWS, Evidence, facet, split, target_kind
+from slurm_io.attribute.evidence import (
+    FACETS,
+    WINDOWS,
+    Evidence,
+    effective,
+    facet,
+    run_of,
+    split,
+    target_kind,
+)
+from slurm_io.attribute.ranges import touches
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
 
@@ -78,14 +88,19 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
 
 def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
               holes: Sequence[tuple[float, float]], now: float) -> dict[int, Fractions]:
-    """Each candidate's part of the facets of `d`, by evidence.split (as attribute.core)."""
+    """Each candidate's part of the facets of `d`, by evidence.split (as attribute.core):
+    every candidate the split weighed, those it gave nothing included, and those whose run
+    meets the delta's interval only at an edge (one of them may still own it:
+    attribute.ranges; the views leave them out of the figures)."""
     present = {facet(k) for k, v in d.counters.items() if v}
-    parts: dict[int, list[float]] = {}
+    eff = effective(d)
+    parts: dict[int, list[float]] = {c.job: [0.0, 0.0, 0.0] for c in cands
+                                     if touches(eff, run_of(c, now))}
     for i, name in enumerate(FACETS):
         if name not in present:
             continue
         s = split(d, i, cands, ev, holes, now)
         for job, f in s.fractions.items():
             parts.setdefault(job, [0.0, 0.0, 0.0])[i] = f
-    return {j: (f[0], f[1], f[2]) for j, f in parts.items() if any(f)}
+    return {j: (f[0], f[1], f[2]) for j, f in parts.items()}
 

@@ -32,6 +32,9 @@ class JobIO(NamedTuple):
     # (hour start, fs, target kind) -> (counters, their recovered part); hours (h, h + 1 h]
     # of ts_end, long intervals spread evenly (slurm_io.timebuckets)
     hours: dict[tuple[float, str, str], tuple[dict[str, int], dict[str, int]]]
+    # figure -> (least, most) the job can have done (attribute.ranges): read_bytes,
+    # write_bytes, metadata_ops; {} where unknown (figures stored by an older release)
+    ranges: dict[str, tuple[int, int]] = {}  # noqa: RUF012 (never mutated)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -39,4 +42,17 @@ class JobIO(NamedTuple):
             "ambiguous_evidence": self.by_evidence, "ambiguous_time": self.by_time,
             "split": self.split, "by_target": self.by_target, "by_node": self.by_node,
             "timeline": self.timeline, "quality": self.quality,
+            "ranges": ranges_json(self.ranges),
         }
+
+
+def ranges_json(ranges: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    """`{"read_bytes": {"least": L, "most": M}, ...}`: the JSON form (`--json`, the
+    service, job_io.ranges)."""
+    return {k: {"least": lo, "most": hi} for k, (lo, hi) in ranges.items()}
+
+
+def ranges_from_json(d: dict[str, Any] | None) -> dict[str, tuple[int, int]]:
+    """The inverse of ranges_json; {} for none (an older service or stored row)."""
+    return {k: (int(v["least"]), int(v["most"])) for k, v in (d or {}).items()
+            if isinstance(v, dict) and "least" in v and "most" in v}

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from slurm_io.attribute.core import JobIO
+from slurm_io.attribute.result import ranges_from_json, ranges_json
 from slurm_io.jobs.info import JobInfo, JobWindow
 from slurm_io.jobs.store import JOB_COLS, info_row
 from slurm_io.store.bulk import copy_rows
@@ -39,6 +40,8 @@ UPSERT_JOB_IO = (
     "by_evidence = EXCLUDED.by_evidence, by_time = EXCLUDED.by_time, "
     "n_direct = EXCLUDED.n_direct, n_recovered = EXCLUDED.n_recovered, "
     "revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int, "
+    "ranges = EXCLUDED.ranges, "
+    "ranges_revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int, "
     "data_until = EXCLUDED.data_until")
 
 
@@ -52,15 +55,15 @@ def store_job_io(conn: psycopg.Connection, j: JobWindow, io: JobIO, complete: bo
             """INSERT INTO job_io (job, uid, computed_at, complete, totals, recovered,
                                    ambiguous, by_target, by_node, timeline, quality, split,
                                    by_evidence, by_time, n_direct, n_recovered, revision,
-                                   data_until)
+                                   data_until, ranges, ranges_revision)
                VALUES (%s, %s, now(), %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1,
-                       jobio_newest_ingest())
+                       jobio_newest_ingest(), %s, 1)
                """ + UPSERT_JOB_IO + " RETURNING revision",
             (j.job, j.uid, complete, json.dumps(io.totals), json.dumps(io.recovered),
              json.dumps(io.ambiguous), json.dumps(io.by_target), json.dumps(io.by_node),
              json.dumps(io.timeline), json.dumps(io.quality), json.dumps(io.split),
              json.dumps(io.by_evidence), json.dumps(io.by_time), io.n_direct,
-             io.n_recovered))
+             io.n_recovered, json.dumps(ranges_json(io.ranges))))
         r = cur.fetchone()
     if hours:
         store_hours(conn, [j.job], _hour_rows(j, io))
@@ -89,7 +92,9 @@ _IO_COLS = ("totals, recovered, ambiguous, split, by_target, by_node, timeline, 
             "n_direct, n_recovered, by_evidence, by_time, complete, revision, "
             "extract(epoch FROM computed_at)::float8, "
             "coalesce(data_until, '-infinity') >= "
-            "coalesce(jobio_newest_ingest(), '-infinity')")
+            "coalesce(jobio_newest_ingest(), '-infinity'), "
+            # a range left by a newer release's revision only (sql/0022)
+            "CASE WHEN ranges_revision = revision THEN ranges END")
 
 
 def stored_job_io(conn: psycopg.Connection, job: int) -> StoredIO | None:
@@ -99,7 +104,7 @@ def stored_job_io(conn: psycopg.Connection, job: int) -> StoredIO | None:
     if r is None:
         return None
     io = JobIO(job, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11],
-               {})
+               {}, ranges_from_json(r[16]))
     return StoredIO(io, r[12], r[13], r[14], r[15])
 
 
@@ -169,7 +174,7 @@ def pending_jobs(conn: psycopg.Connection, since: float, limit: int | None = Non
 
 _STAGE_COLS = ("job", "uid", "complete", "totals", "recovered", "ambiguous", "by_target",
                "by_node", "timeline", "quality", "split", "by_evidence", "by_time",
-               "n_direct", "n_recovered")
+               "n_direct", "n_recovered", "ranges")
 
 
 def store_many(conn: psycopg.Connection, results: Sequence[tuple[JobWindow, JobIO, bool]],
@@ -189,11 +194,13 @@ def store_many(conn: psycopg.Connection, results: Sequence[tuple[JobWindow, JobI
                 cp.write_row((j.job, j.uid, complete, d(io.totals), d(io.recovered),
                               d(io.ambiguous), d(io.by_target), d(io.by_node),
                               d(io.timeline), d(io.quality), d(io.split), d(io.by_evidence),
-                              d(io.by_time), io.n_direct, io.n_recovered))
+                              d(io.by_time), io.n_direct, io.n_recovered,
+                              d(ranges_json(io.ranges))))
         cols = ", ".join(_STAGE_COLS)
         cur.execute(
-            f"INSERT INTO job_io ({cols}, computed_at, revision, data_until) "
-            f"SELECT {cols}, now(), 1, %s FROM _jobio_io_stage " + UPSERT_JOB_IO, (data_until,))
+            f"INSERT INTO job_io ({cols}, computed_at, revision, data_until, ranges_revision) "
+            f"SELECT {cols}, now(), 1, %s, 1 FROM _jobio_io_stage " + UPSERT_JOB_IO,
+            (data_until,))
         cur.execute("TRUNCATE _jobio_io_stage")
     store_hours(conn, list(last), [r for j, io, _ in last.values() for r in _hour_rows(j, io)])
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from slurm_io.model import OP_COUNTERS
-from slurm_io.report.load import Group, Load, group, rank, total
+from slurm_io.report.load import Group, Load, group, rank, span, total
 
 if TYPE_CHECKING:
     from slurm_io.exporter.sql import CollectorBatch, ProblemSource, QueueState
@@ -72,6 +72,30 @@ def _io(prefix: str, what: str, labels: list[str], rows: list[tuple[list[str], G
         r.add_metric(values, g.get("reqs") / secs)
         m.add_metric(values, g.get("meta_ops") / secs)
     yield from (b, r, m)
+
+
+def _job_ranges(ld: Load, rows: list[tuple[list[str], Group]], secs: float
+                ) -> Iterator[Metric]:
+    """The least and most of each exported job's bytes and metadata operations per second
+    (report.load.span, attribute.ranges): equal to the figure where no `:uid:host` delta of
+    the interval was shared with another job of the user."""
+    labels = ["jobid", "user", "account", "job_name"]
+    fams = {}
+    for side in ("least", "most"):
+        fams[side] = (
+            _g(f"jobio_job_bytes_per_second_{side}", f"The {side} bytes per second the job "
+               "can have moved in the newest interval, given the I/O without job id it shared "
+               "with other jobs of its user.", [*labels, "direction"]),
+            _g(f"jobio_job_metadata_ops_per_second_{side}", f"The {side} metadata operations "
+               "per second the job can have done in the newest interval.", labels))
+    for values, g in rows:
+        for side, bound in zip(("least", "most"), span(ld, g), strict=True):
+            b, m = fams[side]
+            b.add_metric([*values, "read"], bound[0] / secs)
+            b.add_metric([*values, "write"], bound[1] / secs)
+            m.add_metric(values, bound[2] / secs)
+    for b, m in fams.values():
+        yield from (b, m)
 
 
 def _bounded(groups: list[Group], n: int) -> tuple[list[Group], Group | None]:
@@ -136,6 +160,7 @@ def families(s: Snapshot, cfg: Settings, scrape_seconds: float) -> Iterator[Metr
             sorted(top, key=lambda g: g.label)]
     yield from _io("jobio_job", "the top running jobs (by bytes and by metadata operations)",
                    ["jobid", "user", "account", "job_name"], rows, secs)
+    yield from _job_ranges(ld, rows, secs)
     unat: dict[str, Group] = {}
     for g in group(ld, "job"):
         if g.kind != "job":

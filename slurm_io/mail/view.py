@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from slurm_io.attribute.ranges import any_wide, wide
 from slurm_io.mail.advice import (
     SMALL_READ_TIPS,
     SMALL_WRITE_TIPS,
@@ -60,7 +61,7 @@ from slurm_io.mail.view_model import (
     TargetRow,
     Thresholds,
 )
-from slurm_io.report.counters import human_bytes
+from slurm_io.report.counters import bytes_with_range, human_bytes
 from slurm_io.report.jobreport import JobReport, iso
 from slurm_io.text import header
 
@@ -254,6 +255,13 @@ def target_rows(r: JobReport, top: int = 5) -> tuple[tuple[TargetRow, ...], int]
     return tuple(rows), len(by_target) - len(shown)
 
 
+def _count_range(n: int, r: tuple[int, int] | None) -> str:
+    """`1,234 (1,200–1,300)` where the range is wider than 1 % of the count."""
+    if r is None or not wide(n, r):
+        return fmt_count(n)
+    return f"{fmt_count(n)} ({fmt_count(r[0])}–{fmt_count(r[1])})"
+
+
 def provenance(r: JobReport) -> Provenance:
     tot = r.io.totals or {}
     rec, amb, spl = (part or {} for part in (r.io.recovered, r.io.ambiguous, r.io.split))
@@ -276,6 +284,11 @@ def provenance(r: JobReport) -> Provenance:
                      "time, so it may be off either way.")
     if ss:
         notes.append(f"{fmt_pct(ss)} was split at the job's start or end by time.")
+    if any_wide(tot, int((r.io.quality or {}).get("metadata_ops") or 0), r.io.ranges or {}):
+        notes.append("Figures with a range in brackets, as 95.9 GiB (95.1–96.4), are not "
+                     "certain: the job did at least the first and at most the second, "
+                     "depending on how much of the I/O it shared with your other jobs was "
+                     "its own.")
     if not notes:
         notes.append("Every figure comes from Lustre entries that named this job: nothing "
                      "was estimated." if whole else "No I/O was recorded for this job.")
@@ -317,6 +330,7 @@ def build_view(r: JobReport, thresholds: Thresholds = _THRESHOLDS, *,
         chart_end = start + elapsed
     targets, more = target_rows(r, top_targets)
     meta_n = int(q.get("metadata_ops") or _meta(tot))
+    rg = r.io.ranges
     if r.running:
         status = "The job is still running: these are its figures so far."
     elif not r.complete:
@@ -333,13 +347,14 @@ def build_view(r: JobReport, thresholds: Thresholds = _THRESHOLDS, *,
         start=_time_label(start), end=_time_label(end),
         elapsed=fmt_duration(elapsed), running=r.running,
         complete=r.complete, work_dir=str(i.work_dir or "-"),
-        read=human_bytes(tot.get("read_bytes", 0)), written=human_bytes(tot.get("write_bytes", 0)),
+        read=bytes_with_range(tot.get("read_bytes", 0), rg.get("read_bytes")),
+        written=bytes_with_range(tot.get("write_bytes", 0), rg.get("write_bytes")),
         read_bytes=int(tot.get("read_bytes", 0)), write_bytes=int(tot.get("write_bytes", 0)),
         total_bytes=_bytes(tot),
         read_requests=fmt_count(tot.get("read_bytes_samples", 0)),
         write_requests=fmt_count(tot.get("write_bytes_samples", 0)),
         read_mean=fmt_size(q.get("read_mean_size")), write_mean=fmt_size(q.get("write_mean_size")),
-        metadata_ops=fmt_count(meta_n), metadata_ops_n=meta_n,
+        metadata_ops=_count_range(meta_n, rg.get("metadata_ops")), metadata_ops_n=meta_n,
         node_hours="-" if elapsed is None else f"{node_hours(r):.1f}",
         subject=subject(r),
         chart=chart(r.io.timeline or (), start=start, end=chart_end, resolution=resolution,

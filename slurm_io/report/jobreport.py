@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from slurm_io.attribute.result import JobIO  # a leaf: the client mode needs no rules
+from slurm_io.attribute.result import (  # a leaf: the client mode needs no rules
+    JobIO,
+    ranges_from_json,
+)
 from slurm_io.jobs.info import JobInfo
 from slurm_io.lassi.summary import LassiSummary
 
@@ -116,7 +119,8 @@ class JobReport:
         io = JobIO(info.job, d.get("totals") or {}, d.get("recovered") or {},
                    d.get("ambiguous") or {}, d.get("split") or {}, d.get("by_target") or {},
                    d.get("by_node") or {}, d.get("timeline") or [], d.get("quality") or {},
-                   0, 0, d.get("ambiguous_evidence") or {}, d.get("ambiguous_time") or {}, {})
+                   0, 0, d.get("ambiguous_evidence") or {}, d.get("ambiguous_time") or {}, {},
+                   ranges_from_json(d.get("ranges")))
         return cls(info, io, bool(d.get("complete")), d.get("revision"), now,
                    LassiSummary.from_json(d.get("lassi")), d.get("elapsed"),
                    d.get("replication_lag"))

@@ -21,7 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from slurm_io.attribute import ranges
 from slurm_io.attribute.core import DeltaRow, JobWindow, share
+from slurm_io.attribute.evidence import effective, run_of
 from slurm_io.attribute.live import interval_shares
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.report import sql as q
@@ -67,6 +69,10 @@ class Load:
     jobs: dict[int, JobMeta]
     users: dict[int, str]
     hosts: dict[int, str]
+    # job -> [its share of the interval's ambiguous `:uid:host` deltas (read, write, meta
+    # ops), then all of the ones it was a candidate for]: what its range comes from
+    # (attribute.ranges; `span`)
+    shared: dict[int, list[float]] = field(default_factory=dict)
 
 
 def value(values: Sequence[float], key: str) -> float:
@@ -92,6 +98,7 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
     no_jit(conn)
     rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind)
     parts: list[Part] = []
+    shared: dict[int, list[float]] = {}
     missing: list[tuple[Any, ...]] = []
     for job, cls, uid, host_id, fsname, t0, t1, last, raw, vals in rows:
         if job is not None:
@@ -106,7 +113,7 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
             exe = raw.rsplit(".", 1)[0].strip('"') if raw and "." in raw else None
             parts.append(Part("user", None, uid, host_id, fsname, exe or None, vals))
     if missing:
-        parts += _share_missing(conn, missing, lo, hi, now, fs, kind)
+        parts += _share_missing(conn, missing, lo, hi, now, fs, kind, shared)
     jobs = q.job_meta(conn, sorted({p.job for p in parts if p.job is not None}))
     uids = {p.uid for p in parts if p.uid is not None} | \
         {m.uid for m in jobs.values() if m.uid is not None}
@@ -118,15 +125,17 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
         except KeyError:
             users[uid] = f"uid {uid}"
     hosts = q.host_names(conn, sorted({p.host_id for p in parts if p.host_id is not None}))
-    return Load(hi, lo, interval, parts, jobs, users, hosts)
+    return Load(hi, lo, interval, parts, jobs, users, hosts, shared)
 
 
 def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
-                   hi: float, now: float, fs: str | None, kind: str | None) -> list[Part]:
+                   hi: float, now: float, fs: str | None, kind: str | None,
+                   spans: dict[int, list[float]]) -> list[Part]:
     """The interval's `:uid:host` load given to the jobs of the uid on that host. Where one
     job can own it, it is that job's (the rule is the same with or without evidence); where
     several can, the deltas of that user and host are split one by one by the attribution
-    rules (attribute.live: evidence, else time), per facet."""
+    rules (attribute.live: evidence, else time), per facet, and `spans` receives what
+    each candidate was given of them and what it may own (Load.shared)."""
     cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
     for c in q.candidate_jobs(conn, sorted({x[1] for x in missing}),
                               sorted({x[0] for x in missing}), min(x[3] for x in missing), hi):
@@ -145,6 +154,10 @@ def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
                 given += sh.fraction
             if sh.ambiguous:
                 ambiguous[(host_id, uid)] = cands[(host_id, uid)]
+        eff = effective(d)
+        if sum(ranges.touches(eff, run_of(jw, now)) for jw in cands.get((host_id, uid), [])) > 1:
+            # another job's run meets the interval at an edge: the range sees it shared
+            ambiguous[(host_id, uid)] = cands[(host_id, uid)]
         if given < 1.0 - 1e-9:
             rest = 1.0 - min(1.0, given)
             parts.append(Part("user", None, uid, host_id, fsname, None, [v * rest for v in vals]))
@@ -155,7 +168,15 @@ def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
         if (fs and t_fs != fs) or (kind and t_kind != kind):
             continue
         taken = [0.0, 0.0, 0.0]
+        amounts = ranges.amounts(d.counters) if len(fractions) > 1 else None
         for job, f in fractions.items():
+            if amounts is not None:  # several candidates: any of them may own all of it
+                s = spans.setdefault(job, [0.0] * 6)
+                for i, x in enumerate(amounts):
+                    s[i] += x * f[i]
+                    s[3 + i] += x
+            if not any(f):
+                continue
             out.append(Part("job", job, d.uid, host_id, t_fs, None, _vector(d, f)))
             taken = [a + b for a, b in zip(taken, f, strict=True)]
         rest = (max(0.0, 1.0 - taken[0]), max(0.0, 1.0 - taken[1]), max(0.0, 1.0 - taken[2]))
@@ -294,6 +315,19 @@ def _job_line(ld: Load, p: Part) -> Group:
     if p.kind == "nobody":
         return Group("nobody", None, "(nobody)", "-")
     return Group("user", p.uid, "(no job)", _user(ld, p.uid))
+
+
+def span(ld: Load, g: Group) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """A job line's least and most (read bytes, write bytes, metadata operations) over the
+    interval (attribute.ranges): its figures without its shares of the ambiguous deltas,
+    and with all of each it was a candidate for."""
+    fig = (g.read_bytes, g.write_bytes, g.meta_ops)
+    s = ld.shared.get(g.key) if g.kind == "job" else None
+    if s is None:
+        return fig, fig
+    least = tuple(max(0.0, f - s[i]) for i, f in enumerate(fig))
+    most = tuple(x + s[3 + i] for i, x in enumerate(least))
+    return (least[0], least[1], least[2]), (most[0], most[1], most[2])
 
 
 def total(parts: Iterable[Part]) -> Group:

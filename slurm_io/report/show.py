@@ -11,9 +11,10 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from slurm_io.attribute.ranges import any_wide
 from slurm_io.counter_names import BYTE_COUNTERS, KNOWN_COUNTERS
 from slurm_io.lassi.summary import LassiSummary
-from slurm_io.report.counters import human_bytes
+from slurm_io.report.counters import bytes_with_range, count_with_range, human_bytes
 from slurm_io.report.jobreport import JobReport, iso
 from slurm_io.text import display
 
@@ -69,6 +70,7 @@ def render(r: JobReport, *, targets: bool = False, timeline: bool = False) -> st
     i, io = r.info, r.io
     t = io.totals
     q = io.quality
+    rg = io.ranges
     start, end = iso(r.start), iso(r.end)
     lines = [
         # names, users and nodes come from Slurm: shown escaped (slurm_io.text.display)
@@ -79,13 +81,13 @@ def render(r: JobReport, *, targets: bool = False, timeline: bool = False) -> st
         + (f"  run {i.run} (requeued)" if i.run else ""),
         f"  nodes {len(i.nodes)}: {display(','.join(i.nodes)) or '-'}",
         f"  start {start or '-'}  end {end or '-'}  elapsed {_elapsed(r.elapsed)}",
-        f"  read    {human_bytes(t.get('read_bytes', 0)):>12} in "
+        f"  read    {bytes_with_range(t.get('read_bytes', 0), rg.get('read_bytes')):>12} in "
         f"{t.get('read_bytes_samples', 0):>10} requests   mean {_size(q['read_mean_size'])}"
         f"   small {_share(q['read_small_share'])}   read_kb_ops {_num(q['read_kb_ops'])}",
-        f"  written {human_bytes(t.get('write_bytes', 0)):>12} in "
+        f"  written {bytes_with_range(t.get('write_bytes', 0), rg.get('write_bytes')):>12} in "
         f"{t.get('write_bytes_samples', 0):>10} requests   mean {_size(q['write_mean_size'])}"
         f"   small {_share(q['write_small_share'])}   write_kb_ops {_num(q['write_kb_ops'])}",
-        f"  metadata ops {q['metadata_ops']}: "
+        f"  metadata ops {count_with_range(q['metadata_ops'], rg.get('metadata_ops'))}: "
         + ", ".join(f"{k} {v}" for k, v in sorted(t.items())
                     if k not in ("read_bytes", "write_bytes", "read_bytes_samples",
                                  "write_bytes_samples", "read", "write") and v),
@@ -101,6 +103,9 @@ def render(r: JobReport, *, targets: bool = False, timeline: bool = False) -> st
         + (f"  [revised after late data: revision {r.revision}]"
            if (r.revision or 1) > 1 else ""),
     ]
+    if shows_range(r):
+        lines.append("  (least–most): what the job can have done at least and at most, given "
+                     "the I/O without job id it shared with the user's other jobs on its nodes")
     lines += lassi_line(r.lassi)
     if targets:
         lines.append(f"  {'target':<22}{'read':>12}{'written':>12}{'meta ops':>10}")
@@ -113,6 +118,11 @@ def render(r: JobReport, *, targets: bool = False, timeline: bool = False) -> st
         for ts, rb, wb, m in io.timeline:
             lines.append(f"  {iso(ts):<21}{human_bytes(rb):>12}{human_bytes(wb):>12}{m:>10}")
     return "\n".join(lines)
+
+
+def shows_range(r: JobReport) -> bool:
+    """Whether any figure of the report is shown with its range (wider than 1 %)."""
+    return any_wide(r.io.totals, r.io.quality.get("metadata_ops", 0), r.io.ranges)
 
 
 def _size(n: int | None) -> str:
@@ -154,7 +164,20 @@ FIELDS: dict[str, Callable[[JobReport], Any]] = {
                                  + r.io.recovered.get("write_bytes", 0)),
     "ambiguousbytes": lambda r: (r.io.ambiguous.get("read_bytes", 0)
                                  + r.io.ambiguous.get("write_bytes", 0)),
+    # how sure the figures are (attribute.ranges): bytes and counts, empty where unknown
+    # (figures stored by an older release)
+    "readbytesleast": lambda r: _bound(r, "read_bytes", 0),
+    "readbytesmost": lambda r: _bound(r, "read_bytes", 1),
+    "writebytesleast": lambda r: _bound(r, "write_bytes", 0),
+    "writebytesmost": lambda r: _bound(r, "write_bytes", 1),
+    "metaopsleast": lambda r: _bound(r, "metadata_ops", 0),
+    "metaopsmost": lambda r: _bound(r, "metadata_ops", 1),
 }
+
+
+def _bound(r: JobReport, figure: str, side: int) -> int | None:
+    got = r.io.ranges.get(figure)
+    return None if got is None else got[side]
 DEFAULT_FORMAT = "JobID,User,State,Elapsed,NNodes,ReadBytes,WriteBytes,MetaOps"
 
 

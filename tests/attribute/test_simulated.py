@@ -71,3 +71,27 @@ def test_show_json_of_a_recovered_and_an_ambiguous_job(cluster, loaded):
         assert key in j
     amb = [r for r in rows if r["ambiguous"] > 0]
     assert amb, "the simulator plants two jobs of one user on one node"
+
+
+def test_the_truth_lies_inside_every_range_the_rule_guarantees(cluster, loaded):
+    """attribute.ranges: a job's own deltas are certain, each `:uid:host` delta it shared
+    lies between none and all of it. So wherever the job's own deltas were attributed
+    exactly (the direct part, per facet), its recoverable truth lies inside the range of
+    its read and of its written bytes: coverage is at least the share of those jobs."""
+    from slurm_io.attribute.accuracy import range_summary
+
+    with psycopg.connect(loaded) as conn:
+        rows = compare(conn, cluster / "truth.json", now=START + 86400)["rows"]
+    g = range_summary(rows)
+    assert g["guaranteed"] >= 0.9 * g["jobs"] and g["jobs"] >= 30
+    assert g["guaranteed_inside"] == g["guaranteed"]
+    assert g["coverage"] >= g["guaranteed"] / g["jobs"]
+    shared = [r for r in rows if r["ambiguous"] > 0]
+    assert shared, "the simulator plants two jobs of one user on one node"
+    for r in shared:  # where a job shared a delta its range is a real interval
+        lo, hi = r["facets"]["read_bytes"]["range"]
+        wlo, whi = r["facets"]["write_bytes"]["range"]
+        assert hi - lo + whi - wlo > 0
+    for r in rows:  # and the figure always lies inside its own range
+        for f in r["facets"].values():
+            assert f["range"][0] <= f["got"] <= f["range"][1]

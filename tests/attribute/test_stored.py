@@ -181,3 +181,52 @@ def test_one_rule_gives_every_reader_stored_figures_when_complete_or_current(two
         f = job_figures(conn, info.window, now=T0 + 7200)
         assert f.revision is None and f.io.totals["write_bytes"] == 29 * 300 + 300
         assert sum(t.get("write_bytes", 0) for t, _ in f.io.hours.values()) == 29 * 300 + 300
+
+
+def test_the_ranges_are_stored_and_read_back_by_both_store_paths(two_jobs):
+    """job_io.ranges (sql/0022): the batch path (store_many) and the single one
+    (store_job_io, the reporter's) store what the rules gave; show reads it back."""
+    from slurm_io.attribute.batch import attribute_job
+    from slurm_io.attribute.stored import store_job_io
+
+    with psycopg.connect(two_jobs) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        a, b = _stored(conn, 11), _stored(conn, 12)
+        # each wrote by its own id; the one blind 400 could be either's
+        assert a.io.ranges["write_bytes"] == (29 * 300, 29 * 300 + 400)
+        assert b.io.ranges["write_bytes"] == (29 * 100, 29 * 100 + 400)
+        assert a.io.ranges["read_bytes"] == (0, 0)
+        (info,) = find_jobs(conn, "11")
+        assert job_report(conn, info, now=T0 + 7200)["ranges"]["write_bytes"] == {
+            "least": 29 * 300, "most": 29 * 300 + 400}
+        conn.execute("UPDATE job_io SET ranges = NULL, ranges_revision = NULL")
+        io = attribute_job(conn, info.window, now=T0 + 7200)
+        store_job_io(conn, info.window, io, True)
+        assert _stored(conn, 11).io.ranges == io.ranges and io.ranges
+        assert _stored(conn, 12).io.ranges == {}  # not stored: unknown, shown plainly
+
+
+def test_a_revision_by_an_older_writer_leaves_no_range_behind(two_jobs):
+    """A release from before sql/0022 upserts job_io without the range columns: its row
+    has no range, and when it revises a job's totals, the range stored before is not
+    shown next to totals it was not computed for."""
+    with psycopg.connect(two_jobs) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        assert _stored(conn, 11).io.ranges
+        key = _key(conn, 11)
+        # the older writer's upsert: the columns it knew, its revision clause
+        conn.execute(
+            "INSERT INTO job_io (job, uid, complete, totals, recovered, ambiguous, by_target, "
+            "by_node, timeline, quality) VALUES (%s, %s, true, '{\"write_bytes\": 5}', '{}', "
+            "'{}', '{}', '{}', '[]', '{}') ON CONFLICT (job) DO UPDATE SET "
+            "totals = EXCLUDED.totals, "
+            "revision = job_io.revision + (job_io.totals <> EXCLUDED.totals)::int",
+            (key, UID))
+        s = _stored(conn, 11)
+        assert s.revision == 2 and s.io.totals == {"write_bytes": 5} and s.io.ranges == {}
+        other = _key(conn, 12)
+        conn.execute("DELETE FROM job_io WHERE job = %s", (other,))
+        conn.execute("INSERT INTO job_io (job, uid, complete, totals, recovered, ambiguous, "
+                     "by_target, by_node, timeline, quality) VALUES (%s, %s, true, '{}', "
+                     "'{}', '{}', '{}', '{}', '[]', '{}')", (other, UID))
+        assert _stored(conn, 12).io.ranges == {}

@@ -117,7 +117,7 @@ def test_bench_exporter_latency_small(pg_dsn: str) -> None:
 def test_accuracy_small(pg_dsn: str) -> None:
     """accuracy.py with accuracy_breakdown.py (--breakdown), the three scenarios, 1 h, 8 nodes."""
     out = bench("bench/accuracy.py", "--scenario", "all", "--hours", "1", "--nodes", "8",
-                "--breakdown", "--dsn", pg_dsn)
+                "--breakdown", "--ranges", "--dsn", pg_dsn)
     for name in ("default", "dense", "leaky"):
         assert re.search(rf"== {name}: \d+ jobs, attributed", out), out
     assert len(re.findall(r"^byte accuracy\s+\d+\.\d+ %", out, re.M)) == 3
@@ -126,6 +126,11 @@ def test_accuracy_small(pg_dsn: str) -> None:
     assert len(re.findall(r"distance of the byte accuracy to that first ceiling: -?\d+\.\d+ "
                           r"points", out)) == 3
     assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
+    # --ranges: a row per scenario, every job where the rule guarantees it inside its range
+    rows = re.findall(r"^\| (default|dense|leaky) \| 1 \| (\d+) \| [\d.]+ % \| (\d+) / (\d+) \|",
+                      out, re.M)
+    assert [r[0] for r in rows] == ["default", "dense", "leaky"], out
+    assert all(r[2] == r[3] for r in rows), out
 
 
 def test_fuzz_intake_small(pg_dsn: str) -> None:

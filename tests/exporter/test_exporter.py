@@ -202,3 +202,27 @@ def test_a_bad_listen_address_is_one_line(db_dsn):
     r = subprocess.run([JOBIO, "--dsn", db_dsn, "exporter", "--listen", "localhost:notaport"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "notaport" in r.stderr
+
+
+def test_each_exported_job_has_the_least_and_most_of_its_figures(db_dsn):
+    """jobio_job_*_least / _most (report.load.span): where no `:uid:host` delta was shared
+    between jobs of the user, both are the figure; the exported jobs have each pair."""
+    live.load(db_dsn)
+    out = subprocess.run([JOBIO, "--dsn", db_dsn, "exporter", "--once"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    values: dict[tuple[str, str, str], float] = {}
+    for ln in out.splitlines():
+        m = re.match(r'(jobio_job_(?:bytes|metadata_ops)_per_second(?:_least|_most)?)\{'
+                     r'(.*)\} (\S+)$', ln)
+        if m:
+            job = re.search(r'jobid="(\d+)"', m.group(2)).group(1)
+            d = re.search(r'direction="(\w+)"', m.group(2))
+            values[(m.group(1), job, d.group(1) if d else "")] = float(m.group(3))
+    jobs = {k[1] for k in values}
+    assert {"7001", "7002", "7003"} <= jobs
+    for job in jobs:
+        for name, direction in (("bytes", "read"), ("bytes", "write"), ("metadata_ops", "")):
+            fig = values[(f"jobio_job_{name}_per_second", job, direction)]
+            for side in ("least", "most"):
+                assert values[(f"jobio_job_{name}_per_second_{side}", job, direction)] == fig
+    assert values[("jobio_job_bytes_per_second_most", "7003", "write")] > 0

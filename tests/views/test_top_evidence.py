@@ -135,3 +135,59 @@ def test_top_computes_a_running_jobs_share_by_the_same_rules(running):
         live = job_report(conn, info, now=T0 + 3000)  # show computes a running job
     assert round(top[22].get("write_bytes")) == live["recovered"]["write_bytes"] == 100
     assert round(top[21].get("write_bytes")) == 300
+
+
+def test_the_live_range_of_a_job_is_its_stored_range_over_its_run(finished):
+    """report.load.span: over the interval, a job's figure without its shares of the
+    ambiguous deltas, and with all of them; over its whole run that is the range
+    attribution stores (attribute.ranges), interval by interval the blind read's
+    400 bytes could be either job's."""
+    with psycopg.connect(finished) as conn:
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        end = T0 + 120 * 31
+        ld = load_mod.load(conn, at=end, interval=(end - T0 + 240) / load_mod.WINDOW,
+                           now=T0 + 7200)
+        top = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        for job in (21, 22):
+            (info,) = find_jobs(conn, str(job))
+            stored = job_report(conn, info, now=T0 + 7200)["ranges"]
+            least, most = load_mod.span(ld, top[job])
+            assert (round(least[1]), round(most[1])) == (stored["write_bytes"]["least"],
+                                                         stored["write_bytes"]["most"])
+            assert (round(least[2]), round(most[2])) == (stored["metadata_ops"]["least"],
+                                                         stored["metadata_ops"]["most"])
+        ld = load_mod.load(conn, at=T0 + 120 * (BLIND + 1) + 30, now=T0 + 7200)
+        blind = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        assert [tuple(round(x) for x in load_mod.span(ld, blind[21])[k]) for k in (0, 1)] == [
+            (0, 0, 0), (0, 400, 4)]
+
+
+def test_an_entry_updated_in_the_second_a_job_started_is_in_both_jobs_ranges(db_dsn):
+    """Job 31 runs; job 32 starts at T0 + 1000, the very second the `:uid:host` entry was
+    last updated: the split gives the 400 bytes to 31 (32 does not overlap the interval),
+    but they may be 32's first I/O. Stored and live alike, 31's least leaves them out and
+    32's most holds them."""
+    exact = JobId(IdClass.EXACT, 32, UID, "n1", None, False)
+    missing = JobId(IdClass.JOB_MISSING, None, UID, "n1", None, False)
+    blind = Delta("fs-OST0000", f":{UID}:n1", f":{UID}:n1", T0 + 960, T0 + 1080, T0 + 1000,
+                  {"write_bytes": 1}, {"write_bytes": ByteStats(1, 400, 400, 400, 160000,
+                                                                None)}, DeltaFlag.NONE)
+    with psycopg.connect(db_dsn) as conn:
+        upsert_jobs(conn, [_job(31, T0, T0 + 3600), _job(32, T0 + 1000, T0 + 3600)])
+        write_batch(conn, Batch("oss1", 1, T0 + 1080, ("fs-OST0000",),
+                                [(blind, missing),
+                                 (_delta(T0 + 960, f"32:{UID}:n1", wb=100, ops=1), exact)],
+                                2, 0, 0, 0))
+        write_batch(conn, Batch("oss1", 2, T0 + 3720, ("fs-OST0000",), [], 0, 0, 0, 0))
+        conn.commit()
+        ld = load_mod.load(conn, at=T0 + 1080 + 30, now=T0 + 7200)
+        top = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        assert round(top[31].get("write_bytes")) == 400  # the figures as before
+        assert round(top[32].get("write_bytes")) == 100
+        assert [round(x[1]) for x in load_mod.span(ld, top[31])] == [0, 400]
+        assert [round(x[1]) for x in load_mod.span(ld, top[32])] == [100, 500]
+        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+        for job, expected in ((31, {"least": 0, "most": 400}),
+                              (32, {"least": 100, "most": 500})):
+            (info,) = find_jobs(conn, str(job))
+            assert job_report(conn, info, now=T0 + 7200)["ranges"]["write_bytes"] == expected
