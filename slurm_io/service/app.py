@@ -31,6 +31,7 @@ from slurm_io.service.handlers import Refused
 from slurm_io.service.protocol import SCHEMA
 from slurm_io.service.requests import (
     BadRequest,
+    JobsRequest,
     MailRequest,
     ReportRequest,
     Request,
@@ -51,7 +52,8 @@ STATUS_TEXT = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidd
                431: "Request Header Fields Too Large",
                500: "Internal Server Error", 503: "Service Unavailable"}
 ROUTES: dict[str, tuple[str, ...]] = {"/v1/show": ("GET",), "/v1/report": ("GET",),
-                                      "/v1/mail": ("GET", "POST"), "/v1/usage": ("GET",)}
+                                      "/v1/mail": ("GET", "POST"), "/v1/usage": ("GET",),
+                                      "/v1/jobs": ("GET",)}
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ class ServiceApp:
                 return handlers.report(conn, self.cfg, request)
             if isinstance(request, MailRequest):
                 return handlers.mail(conn, self.cfg, request, uid)
+            if isinstance(request, JobsRequest):
+                return handlers.jobs(conn, self.cfg, request, uid)
             return handlers.usage(conn, self.cfg, request)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]

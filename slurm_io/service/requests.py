@@ -24,6 +24,9 @@ MAX_NAME = 256  # characters of a user or cluster list
 # parameters in one query (the front end's line cap, 16 KiB, allows ~8000 `a&`): copies of
 # one job id are allowed, and count once against max_ids
 MAX_FIELDS = 10000
+# /v1/jobs: the longest period one request may list (a month of a user's jobs; the web view's
+# default is 7 days) -- a wider one is a 400, not a scan of the user's whole history
+MAX_PERIOD = 31 * 86400.0
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
@@ -59,12 +62,22 @@ class UsageRequest:
     attribution: bool
 
 
-Request = ShowRequest | ReportRequest | MailRequest | UsageRequest
+@dataclass(frozen=True)
+class JobsRequest:
+    """A user's jobs that ran in [start, end] with their summary figures (the web view)."""
+
+    user: str | None  # None: the caller
+    start: float | None
+    end: float | None
+
+
+Request = ShowRequest | ReportRequest | MailRequest | UsageRequest | JobsRequest
 _KEYS: dict[str, frozenset[str]] = {
     "/v1/show": frozenset({"jobid", "user", "start", "end", "clusters"}),
     "/v1/report": frozenset({"jobid", "clusters"}),
     "/v1/mail": frozenset({"user", "enabled"}),
     "/v1/usage": frozenset({"start", "end", "attribution"}),
+    "/v1/jobs": frozenset({"user", "start", "end"}),
 }
 
 
@@ -96,6 +109,14 @@ def parse(path: str, method: str, query: str, *, max_ids: int) -> Request:
         if enabled is not None:
             raise BadRequest("enabled= is for POST")
         return MailRequest(user, None)
+    if path == "/v1/jobs":
+        start, end = _time(params, "start"), _time(params, "end")
+        if start is not None and end is not None:
+            if start > end:
+                raise BadRequest("start: after end")
+            if end - start > MAX_PERIOD:
+                raise BadRequest(f"a period of at most {MAX_PERIOD / 86400:.0f} days")
+        return JobsRequest(_name(params, "user"), start, end)
     attribution = _one(params, "attribution")
     if attribution not in (None, "0", "1"):
         raise BadRequest("attribution=1 or attribution=0")
