@@ -30,6 +30,7 @@ thead th { background: #e2e8f0; } th a { color: inherit; }
 .facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
 .facts dt { font-weight: 600; } .facts dd { margin: 0; }
 figure { margin: .4em 0 1em; background: #fff; border: 1px solid #e2e8f0; }
+figcaption { padding: .2em .6em .4em; color: #334155; font-size: 90%; }
 .chart { display: block; max-width: 100%; height: auto; }
 .key { display: inline-block; width: .9em; height: .9em; margin: 0 .3em 0 .8em; }
 .key.read { background: #2563eb; } .key.write { background: #ea580c; }

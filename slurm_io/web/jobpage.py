@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from slurm_io.mail.advice import advice
-from slurm_io.mail.fmt import fmt_count, fmt_duration, fmt_size
+from slurm_io.mail.fmt import fmt_count, fmt_duration, fmt_size, fmt_step
 from slurm_io.mail.view_model import Thresholds
 from slurm_io.report.jobreport import JobReport
 from slurm_io.web import chart
@@ -91,10 +91,14 @@ def _charts(doc: Mapping[str, Any], now: float) -> str:
     return ('<section aria-labelledby="charts"><h2 id="charts">Over the job\'s time</h2>'
             '<p class="legend"><span class="key read"></span>read '
             '<span class="key write"></span>write <span class="key meta"></span>metadata</p>'
-            f'<figure id="rates">{chart.rates_svg(b)}</figure>'
-            f'<figure id="meta">{chart.meta_svg(b)}</figure>{_bins_table(b)}</section>'
+            f'<figure id="rates">{chart.rates_svg(b)}<figcaption>Read and write rates, '
+            f'per {esc(fmt_step(int(b.width)))}</figcaption></figure>'
+            f'<figure id="meta">{chart.meta_svg(b)}<figcaption>Metadata operations per '
+            f'second, per {esc(fmt_step(int(b.width)))}</figcaption></figure>'
+            f'{_bins_table(b)}</section>'
             '<section aria-labelledby="osts"><h2 id="osts">Share per OST</h2>'
-            f'<figure id="ost">{ost}</figure></section>')
+            f'<figure id="ost">{ost}<figcaption>Each OST\'s share of the bytes read (blue) '
+            'and written (orange)</figcaption></figure></section>')
 
 
 def _targets(doc: Mapping[str, Any]) -> str:
