@@ -308,3 +308,61 @@ def test_a_wrong_or_missing_token_is_refused(alice_web: Web) -> None:
     status, headers, body = _get(f"{alice_web.root}/", cookie=cookie.split(";")[0])
     assert status == 200 and "hammer-meta" in body
     assert "default-src 'none'" in headers["Content-Security-Policy"]
+
+
+OOD_SERVER = """
+import importlib.util, sys
+from wsgiref.simple_server import make_server
+# as Passenger's wsgi loader loads it (a module from a file; sys.argv stays the loader's)
+spec = importlib.util.spec_from_file_location("passenger_wsgi", "passenger_wsgi.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+app = module.application
+base = "/pun/sys/jobio"
+def mounted(environ, start_response):  # as OOD's nginx mounts the app
+    path = environ.get("PATH_INFO", "")
+    if not path.startswith(base):
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"not here"]
+    environ["SCRIPT_NAME"], environ["PATH_INFO"] = base, path[len(base):] or "/"
+    return app(environ, start_response)
+with make_server("127.0.0.1", int(sys.argv[1]), mounted) as s:
+    print("ready", flush=True)
+    s.serve_forever()
+"""
+
+
+def test_the_ood_app_serves_its_user_under_the_ood_path(web_site: Site) -> None:
+    """ood/ installed as docs/web.md says, its passenger_wsgi.py loaded by a WSGI server
+    as bob (Passenger's part), mounted at /pun/sys/jobio: bob's jobs, links under the
+    mount, no token (OOD authenticated him)."""
+    from tests.site.services import free_port
+
+    app_dir = web_site.dir / "ood-apps-sys-jobio"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "ood", app_dir)
+    for p in [app_dir, *app_dir.iterdir()]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    config = web_site.config("bob-ood", f'dsn = "{web_site.user_dsn}"\n')
+    port = free_port()
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "SLURM_IO_CONFIG": str(config),
+           "SLURM_IO_PYTHON": str(web_site.jobio.parent / "python3")}
+    server = web_site.dir / "ood_server.py"  # Passenger's part: load, mount, serve
+    server.write_text(OOD_SERVER)
+    server.chmod(0o644)
+    # the system's Python, as Passenger's: passenger_wsgi.py re-executes the server with
+    # $SLURM_IO_PYTHON, the installation's
+    proc = subprocess.Popen([RUNUSER, "-u", "bob", "--", "/usr/bin/python3", str(server),
+                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=str(app_dir), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready", proc.stderr and proc.stderr.read()
+        status, _, body = _get(f"http://127.0.0.1:{port}/pun/sys/jobio/")
+        assert status == 200, body
+        assert "bob-secret" in body and "hammer-meta" not in body
+        assert 'href="/pun/sys/jobio/job/9301"' in body
+        assert 'href="/pun/sys/jobio/static/app.css"' in body
+        status, _, body = _get(f"http://127.0.0.1:{port}/pun/sys/jobio/job/9101")
+        assert status == 404 and "no such job" in body  # alice's
+    finally:
+        stop_session(proc)  # type: ignore[arg-type]
