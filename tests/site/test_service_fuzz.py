@@ -24,7 +24,8 @@ from tests.site.hostile import HostileSite, hostile_site, raw_request, status_of
 
 pytestmark = [pytest.mark.pg]
 EXAMPLES = int(os.environ.get("SLURM_IO_FUZZ_EXAMPLES", "40"))
-PATHS = ["/v1/show", "/v1/report", "/v1/mail", "/v1/usage", "/v1/health", "/", "/v1/",
+PATHS = ["/v1/show", "/v1/report", "/v1/mail", "/v1/usage", "/v1/jobs", "/v1/health", "/",
+         "/v1/",
          "/v1/show/", "/v2/show"]
 KEYS = ["jobid", "user", "start", "end", "clusters", "enabled", "attribution"]
 VALUES = ["8101", "8301", "8200", "8200_2", "8101.batch", "bob", "alice", "1001", "0", "-1",
@@ -65,6 +66,9 @@ def _query(pairs_: list[tuple[str, str]]) -> str:
          raw=None, extra=[], body=b"", cred="alice")
 @example(method="GET", path="/v1/report", pairs_=[("jobid", "8301")], raw=None, extra=[],
          body=b"", cred="alice")
+@example(method="GET", path="/v1/jobs", pairs_=[("user", "bob"), ("start", "1712100000"),
+                                                 ("end", "1712200000")],
+         raw=None, extra=[], body=b"", cred="alice")
 @given(method=methods, path=paths, pairs_=pairs, raw=st.one_of(st.none(), raw_queries),
        extra=headers, body=bodies, cred=creds)
 def test_no_request_gets_a_500_a_traceback_or_another_users_row(
@@ -86,7 +90,7 @@ def test_no_request_gets_a_500_a_traceback_or_another_users_row(
     assert status not in (0, 500), (head[:300], answer[:300])
     _, _, payload = answer.partition(b"\r\n\r\n")
     assert b"Traceback" not in payload
-    if status == 200 and method != "HEAD" and path in ("/v1/show", "/v1/report"):
+    if status == 200 and method != "HEAD" and path in ("/v1/show", "/v1/report", "/v1/jobs"):
         doc = json.loads(payload)
         for item in doc.get("jobs", []) + doc.get("messages", []):
             assert item.get("user") in (None, "alice"), item
