@@ -21,10 +21,12 @@ from slurm_io.config import Config
 from slurm_io.service import sql as service_sql
 from slurm_io.service.protocol import SCHEMA
 from slurm_io.service.requests import (
+    DailyRequest,
     JobsRequest,
     MailRequest,
     ReportRequest,
     ShowRequest,
+    TopRequest,
     UsageRequest,
 )
 from slurm_io.store import accounts
@@ -201,3 +203,21 @@ def jobs(conn: psycopg.Connection, cfg: Config, req: JobsRequest, uid: int | Non
         docs.append(d)
     return {"schema": SCHEMA, "user": user, "start": start, "end": end, "now": now,
             "jobs": docs, "total": total, "truncated": total > len(rows)}
+
+
+def top(conn: psycopg.Connection, cfg: Config, req: TopRequest) -> dict[str, Any]:
+    """The newest interval's top 50 (`jobio top --once --json`), as the caller's role reads
+    the deltas: an admin sees everyone, a user only their own load."""
+    from slurm_io.report import top as top_mod
+
+    t = top_mod.top(conn, interval=cfg.interval, by=req.by, sort=req.sort, limit=50)
+    return {"schema": SCHEMA, "top": top_mod.as_json(t)}
+
+
+def daily(conn: psycopg.Connection, req: DailyRequest) -> dict[str, Any]:
+    """The tables of a day's report from the stored LASSi hours the caller's role reads."""
+    from datetime import date
+
+    from slurm_io.report.daily import day_tables
+
+    return {"schema": SCHEMA, **day_tables(conn, date.fromisoformat(req.day))}

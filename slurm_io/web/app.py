@@ -8,7 +8,8 @@ printed at start, is swapped at once for an HttpOnly, SameSite=Strict cookie and
 from the address (303), and is compared in constant time; a wrong or missing one is a 403.
 
 Routes (GET and HEAD only): `/` the user's jobs (sort, filters and period in the query
-string), `/job/JOBID` one job, `/job/JOBID/live` its live part, `/static/app.css|app.js`.
+string), `/job/JOBID` one job, `/job/JOBID/live` its live part, `/static/app.css|app.js`;
+for members of the admin group `/admin/top?by=&sort=` and `/admin/daily?date=`.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import pwd
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
+from datetime import date, timedelta
 from typing import Any
 
 from slurm_io.config import Config
 from slurm_io.jobs.spec import JOBID_ARG
 from slurm_io.mail.view_model import Thresholds
-from slurm_io.web import assets, jobpage, pages
+from slurm_io.web import admin, assets, jobpage, pages
 from slurm_io.web.listing import parse_query
 from slurm_io.web.source import Source, SourceError
 
@@ -60,6 +62,8 @@ class WebApp:
         self.token = token
         self.refresh = refresh_seconds
         self.source = Source(cfg, self.user, ttl=cache_seconds)
+        # shows the admin pages; what they hold is the database's decision (admin.py)
+        self.admin = admin.in_group(self.user, cfg.admin_group)
         self.thresholds = Thresholds(
             kb_ops=cfg.mail_advice_kb_ops, small_share=cfg.mail_advice_small_share,
             min_requests=cfg.mail_advice_min_requests,
@@ -92,10 +96,13 @@ class WebApp:
         if path == "/static/app.js":
             return 200, "text/javascript; charset=utf-8", assets.JS.encode(), []
         try:
+            nav = self._nav(base)
             if path == "/":
                 q = parse_query(query)
                 doc = self.source.jobs(q.start, q.end)
-                return self._ok(pages.myjobs_page(doc, q, base, self.user))
+                return self._ok(pages.myjobs_page(doc, q, base, self.user, nav))
+            if path in ("/admin/top", "/admin/daily"):
+                return self._admin(base, path, query, nav)
             parts = path.strip("/").split("/")
             if parts[0] == "job" and len(parts) in (2, 3) and JOBID_ARG.fullmatch(parts[1]) \
                     and (len(parts) == 2 or parts[2] == "live"):
@@ -103,6 +110,28 @@ class WebApp:
         except SourceError as e:
             return self._html(502, base, "Cannot read your jobs", str(e))
         return self._html(404, base, "No such page", f"{path[:200]}: no such page here.")
+
+    def _nav(self, base: str) -> list[tuple[str, str]]:
+        return [("Top", f"{base}/admin/top"), ("Daily report", f"{base}/admin/daily")
+                ] if self.admin else []
+
+    def _admin(self, base: str, path: str, query: dict[str, str],
+               nav: list[tuple[str, str]]) -> Response:
+        if not self.admin:
+            return self._html(403, base, "For admins",
+                              f"These pages are for the {self.cfg.admin_group} group.")
+        if path == "/admin/top":
+            by = query.get("by") if query.get("by") in admin.TOP_BY else "job"
+            sort = query.get("sort") if query.get("sort") in admin.TOP_SORT else "write"
+            doc = self.source.top(by, sort)
+            return self._ok(admin.top_page(doc, by, sort, base, self.user, nav))
+        day = query.get("date") or ""
+        try:
+            day = date.fromisoformat(day).isoformat() if len(day) == 10 else ""
+        except ValueError:
+            day = ""
+        day = day or (date.today() - timedelta(days=1)).isoformat()
+        return self._ok(admin.daily_page(self.source.daily(day), base, self.user, nav))
 
     def _job(self, base: str, jobid: str, *, live: bool) -> Response:
         doc = self.source.show(jobid)
@@ -114,7 +143,7 @@ class WebApp:
         if live:
             return self._ok(jobpage.live_part(job, self.thresholds))
         return self._ok(jobpage.job_page(job, base, self.user, self.thresholds,
-                                         refresh=self.refresh))
+                                         refresh=self.refresh, nav=self._nav(base)))
 
     def _check_token(self, environ: dict[str, Any], query: dict[str, str], base: str,
                      path: str) -> Response | None:

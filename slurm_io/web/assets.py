@@ -35,6 +35,8 @@ figcaption { padding: .2em .6em .4em; color: #334155; font-size: 90%; }
 .key { display: inline-block; width: .9em; height: .9em; margin: 0 .3em 0 .8em; }
 .key.read { background: #2563eb; } .key.write { background: #ea580c; }
 .key.meta { background: #7c3aed; }
+.choices { list-style: none; display: flex; flex-wrap: wrap; gap: .4em 1.2em; padding: 0;
+           margin: .2em 0 .6em; }
 .advice { border-left: 4px solid #b45309; background: #fff; padding: .2em 1em; margin: .5em 0; }
 """
 

@@ -71,6 +71,14 @@ class Source:
         return self.cache.get(("show", jobid),
                               lambda: self._read("/v1/show", [("jobid", jobid)]))
 
+    def top(self, by: str, sort: str) -> dict[str, Any]:
+        return self.cache.get(("top", by, sort), lambda: self._read(
+            "/v1/top", [("by", by), ("sort", sort)]))
+
+    def daily(self, day: str) -> dict[str, Any]:
+        return self.cache.get(("daily", day),
+                              lambda: self._read("/v1/daily", [("date", day)]))
+
     def _read(self, path: str, params: list[tuple[str, str]]) -> dict[str, Any]:
         if self.cfg.server:
             return self._service(path, params)
@@ -95,7 +103,14 @@ class Source:
         import urllib.parse
 
         from slurm_io.service import handlers
-        from slurm_io.service.requests import BadRequest, JobsRequest, ShowRequest, parse
+        from slurm_io.service.requests import (
+            BadRequest,
+            DailyRequest,
+            JobsRequest,
+            ShowRequest,
+            TopRequest,
+            parse,
+        )
         from slurm_io.store.errors import DatabaseError
 
         try:
@@ -105,6 +120,10 @@ class Source:
             try:
                 if isinstance(req, JobsRequest):
                     return handlers.jobs(conn, self.cfg, req, None)
+                if isinstance(req, TopRequest):
+                    return handlers.top(conn, self.cfg, req)
+                if isinstance(req, DailyRequest):
+                    return handlers.daily(conn, req)
                 assert isinstance(req, ShowRequest)
                 return handlers.show(conn, self.cfg, req)
             finally:

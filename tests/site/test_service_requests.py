@@ -11,10 +11,12 @@ from slurm_io.service.app import log_text
 from slurm_io.service.fair import Busy, FairPool
 from slurm_io.service.requests import (
     BadRequest,
+    DailyRequest,
     JobsRequest,
     MailRequest,
     ReportRequest,
     ShowRequest,
+    TopRequest,
     UsageRequest,
     parse,
 )
@@ -36,6 +38,9 @@ OK = [
     ("/v1/usage", "GET", "", UsageRequest(None, None, False)),
     ("/v1/jobs", "GET", "", JobsRequest(None, None, None)),
     ("/v1/jobs", "GET", "user=alice&start=0&end=2678400", JobsRequest("alice", 0.0, 2678400.0)),
+    ("/v1/top", "GET", "", TopRequest("job", "write")),
+    ("/v1/top", "GET", "by=account&sort=meta_ops", TopRequest("account", "meta_ops")),
+    ("/v1/daily", "GET", "date=2026-11-24", DailyRequest("2026-11-24")),
 ]
 
 BAD = [
@@ -69,6 +74,12 @@ BAD = [
     ("/v1/jobs", "GET", "user=a%0Ab", "user: not a name"),
     ("/v1/jobs", "GET", "jobid=1", "unknown parameter 'jobid'"),
     ("/v1/jobs", "GET", "user=a&user=b", "user= given 2 times"),
+    ("/v1/top", "GET", "by=host", "by: one of job, user, account"),
+    ("/v1/top", "GET", "sort=open", "sort: one of write"),
+    ("/v1/daily", "GET", "", "date: not a day"),
+    ("/v1/daily", "GET", "date=2026-02-30", "date: not a day"),
+    ("/v1/daily", "GET", "date=20261124", "date: not a day"),
+    ("/v1/daily", "GET", "date=2026-11-24%0A", "date: not a day"),
 ]
 
 
