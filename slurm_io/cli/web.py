@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from slurm_io.cli.app import main
+from slurm_io.cli.app import JobioError, main
 from slurm_io.config import Config
 
 
@@ -37,5 +37,4 @@ def web_cmd(cfg: Config, port: int, refresh: int, cache_seconds: float) -> None:
     try:
         serve(app, port, announce)
     except OSError as e:
-        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}"
-                                   ) from e
+        raise JobioError(f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from e

@@ -40,8 +40,8 @@ HEADERS = [("Content-Security-Policy", "default-src 'none'; script-src 'self'; s
            ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
            ("Cache-Control", "no-store")]
 Response = tuple[int, str, bytes, list[tuple[str, str]]]
-STATUS = {200: "200 OK", 303: "303 See Other", 403: "403 Forbidden", 404: "404 Not Found",
-          405: "405 Method Not Allowed", 502: "502 Bad Gateway"}
+STATUS = {200: "200 OK", 303: "303 See Other", 400: "400 Bad Request", 403: "403 Forbidden",
+          404: "404 Not Found", 405: "405 Method Not Allowed", 502: "502 Bad Gateway"}
 
 
 def current_user() -> str:
@@ -83,8 +83,11 @@ class WebApp:
     def respond(self, environ: dict[str, Any]) -> Response:
         base = environ.get("SCRIPT_NAME", "").rstrip("/")
         path = environ.get("PATH_INFO", "") or "/"
-        query = dict(urllib.parse.parse_qsl(environ.get("QUERY_STRING", ""),
-                                            keep_blank_values=True, max_num_fields=50))
+        try:
+            query = dict(urllib.parse.parse_qsl(environ.get("QUERY_STRING", ""),
+                                                keep_blank_values=True, max_num_fields=50))
+        except ValueError:  # more than 50 fields: no page of this app makes that
+            return self._html(400, base, "Bad address", "Too many parameters.")
         if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
             return self._html(405, base, "Not allowed", "This view only reads: GET.")
         if self.token is not None:

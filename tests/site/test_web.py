@@ -307,6 +307,9 @@ def test_a_wrong_or_missing_token_is_refused(alice_web: Web) -> None:
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     status, headers, body = _get(f"{alice_web.root}/", cookie=cookie.split(";")[0])
     assert status == 200 and "hammer-meta" in body
+    many = "&".join(f"x{k}=1" for k in range(60))
+    assert _get(f"{alice_web.root}/?{many}", cookie=cookie.split(";")[0])[0] == 400
+    assert _get(f"{alice_web.root}/job/1%0a", cookie=cookie.split(";")[0])[0] == 404
     assert "default-src 'none'" in headers["Content-Security-Policy"]
 
 
