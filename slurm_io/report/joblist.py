@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     import psycopg
 
 
+RANGED = ("read_bytes", "write_bytes", "metadata_ops")
+
+
 @dataclass(frozen=True, slots=True)
 class JobSummary:
     """One job of the list: its record, and its figures when known."""
@@ -34,6 +37,8 @@ class JobSummary:
     revision: int | None
     risks: tuple[float, float] | None  # worst (risk_oss, risk_mds) of its LASSi hours
     now: float
+    # figure -> {"least": L, "most": M} where attribution gave a range (the ranges work)
+    ranges: dict[str, Any] | None = None
 
     @property
     def running(self) -> bool:
@@ -68,7 +73,8 @@ class JobSummary:
             "write_mean_size": q.get("write_mean_size"),
             "risk_oss": None if self.risks is None else round(self.risks[0], 3),
             "risk_mds": None if self.risks is None else round(self.risks[1], 3),
-        }
+        } | {f"{k}_{end}": v[end] for k, v in (self.ranges or {}).items()
+             if k in RANGED and isinstance(v, dict) for end in ("least", "most") if end in v}
 
 
 def job_list(conn: psycopg.Connection, user: str, start: float, end: float, *, now: float,
@@ -90,12 +96,13 @@ def job_list(conn: psycopg.Connection, user: str, start: float, end: float, *, n
         s = stored.get(i.job)
         if s is not None and (s.complete or s.current):  # attribute.figures' rule
             out.append(JobSummary(i, s.totals, s.quality, s.complete, s.revision,
-                                  risks.get(i.raw_id), now))
+                                  risks.get(i.raw_id), now, s.ranges))
         elif live < max_live:
             live += 1
             r = figures(conn, i, now=now, resolution=resolution)
             out.append(JobSummary(i, r.io.totals, r.io.quality, r.complete, r.revision,
-                                  risks.get(i.raw_id), now))
+                                  risks.get(i.raw_id), now,
+                                  r.io.as_json().get("ranges")))  # with the ranges work
         else:
             out.append(JobSummary(i, None, {}, False, None, risks.get(i.raw_id), now))
     return out, total

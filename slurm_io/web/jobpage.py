@@ -26,10 +26,14 @@ def _epoch(iso: str | None) -> float | None:
     return None if not iso else datetime.fromisoformat(iso).timestamp()
 
 
-def _fig(doc: Mapping[str, Any], counter: str, fmt: Any = fmt_size) -> str:
-    totals = doc.get("totals") or {}
-    least, most = doc.get("least") or {}, doc.get("most") or {}
-    return ranged(totals.get(counter, 0), least.get(counter), most.get(counter), fmt)
+def _fig(doc: Mapping[str, Any], counter: str, fmt: Any = fmt_size,
+         value: float | None = None) -> str:
+    """A figure with its range where the show document has one (`"ranges": {"read_bytes":
+    {"least": L, "most": M}, ...}`, from the attribution-ranges work; absent before it)."""
+    r = (doc.get("ranges") or {}).get(counter)
+    r = r if isinstance(r, dict) else {}
+    v = (doc.get("totals") or {}).get(counter, 0) if value is None else value
+    return ranged(v, r.get("least"), r.get("most"), fmt)
 
 
 def _figures(doc: Mapping[str, Any]) -> str:
@@ -42,7 +46,8 @@ def _figures(doc: Mapping[str, Any]) -> str:
             ("Write requests", _fig(doc, "write_bytes_samples", fmt_count)),
             ("Mean read request", esc(fmt_size(q.get("read_mean_size")))),
             ("Mean write request", esc(fmt_size(q.get("write_mean_size")))),
-            ("Metadata operations", esc(fmt_count(q.get("metadata_ops", 0)))),
+            ("Metadata operations", _fig(doc, "metadata_ops", fmt_count,
+                                         q.get("metadata_ops", 0))),
             ("Recovered from ids without a job", esc(
                 f"{100 * recovered / moved:.1f}% of the bytes" if moved else "-"))]
     lassi = doc.get("lassi")

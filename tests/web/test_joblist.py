@@ -60,6 +60,19 @@ def test_running_first_stored_figures_and_the_bounds(db_dsn: str) -> None:
         assert (by_id["103"]["risk_oss"], by_id["103"]["risk_mds"]) == (1.5, 2.5)
         assert by_id["110"]["figures"] and not by_id["111"]["figures"]  # live 2 of 2, then
         assert all(d["user"] == "alice" for d in docs)  # pending
+        # stored ranges (sql/0022 of the attribution-ranges work, made here when absent)
+        # are listed when they belong to the row's revision
+        conn.execute("ALTER TABLE job_io ADD COLUMN IF NOT EXISTS ranges jsonb, "
+                     "ADD COLUMN IF NOT EXISTS ranges_revision integer")
+        conn.execute("UPDATE job_io SET ranges = %s, ranges_revision = revision + (job - 105) "
+                     "WHERE job IN (105, 106)",
+                     (json.dumps({"read_bytes": {"least": 4000, "most": 6000}}),))
+        rows, _ = job_list(conn, "alice", now - 7 * 86400, now, now=now, resolution=120,
+                           max_jobs=100, max_live=0)
+        by_id = {r.info.jobid: r.as_json() for r in rows}
+        assert (by_id["105"]["read_bytes_least"], by_id["105"]["read_bytes_most"]) == (4000,
+                                                                                   6000)
+        assert "read_bytes_least" not in by_id["106"]  # another revision's range
         rows, total = job_list(conn, "alice", now - 7 * 86400, now, now=now, resolution=120,
                                max_jobs=3, max_live=0)
         assert total == 13 and [r.info.jobid for r in rows] == ["200", "100", "101"]

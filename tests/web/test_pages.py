@@ -70,6 +70,15 @@ def test_ranges_are_shown_when_attribution_gives_them() -> None:
     html = pages.myjobs_page(doc, parse_query({}, now=NOW), "", "alice")
     assert "(1.0 KiB to 4.0 KiB)" in html
     assert "(" not in pages.ranged(5, None, None)
+    doc = {"jobid": "9", "job": 9, "user": "alice", "start": "2026-11-25T11:00:00",
+           "end": "2026-11-25T11:30:00", "totals": {"read_bytes": 2048}, "quality": {
+               "metadata_ops": 7}, "ranges": {"read_bytes": {"least": 1024, "most": 4096},
+                                              "metadata_ops": {"least": 5, "most": 9}}}
+    html = jobpage.job_page(doc, "", "alice", Thresholds(), refresh=30, now=NOW)
+    assert "(1.0 KiB to 4.0 KiB)" in html and "(5 to 9)" in html
+    assert "(" not in jobpage.job_page(dict(doc, ranges=None), "", "alice", Thresholds(),
+                                       refresh=30, now=NOW).split("Figures</caption>")[1
+                                       ].split("</table>")[0]
 
 
 def test_the_job_page_has_its_charts_and_a_live_region_when_running() -> None:
