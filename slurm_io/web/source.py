@@ -10,6 +10,7 @@ as that user).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -62,8 +63,9 @@ class Source:
         return f"the jobio service at {self.cfg.server}" if self.cfg.server else "the database"
 
     def jobs(self, start: float, end: float) -> dict[str, Any]:
-        # whole seconds: the key of the cache, and the query the credential names
-        s, e = float(int(start)), float(int(end))
+        # whole minutes, outwards: the default period ends "now", a new key every second
+        # that would never hit the cache; the key is also the query the credential names
+        s, e = float(math.floor(start / 60) * 60), float(math.ceil(end / 60) * 60)
         return self.cache.get(("jobs", s, e), lambda: self._read(
             "/v1/jobs", [("user", self.user), ("start", repr(s)), ("end", repr(e))]))
 
