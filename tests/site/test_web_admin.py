@@ -13,7 +13,7 @@ import pytest
 
 from tests import needs
 from tests.site.conftest import Site
-from tests.site.test_service import Service
+from tests.site.test_service import Service, started_service
 from tests.site.test_web import (  # noqa: F401  (fixtures)
     NOW,
     Web,
@@ -21,7 +21,6 @@ from tests.site.test_web import (  # noqa: F401  (fixtures)
     browser,
     jobio_web,
     rows,
-    service,
     web_site,
 )
 from tests.web.browser import Browser
@@ -44,6 +43,14 @@ def lassi_day(web_site: Site) -> date:  # noqa: F811
         conn.execute("INSERT INTO lassi_fs_hour (hour, fs, read_kb, risk_oss, risk_mds, "
                      "risks, n_jobs) VALUES (%s, 'scratch', 2e6, 0.1, -0.2, '{}', 2)", (hour,))
     return DAY
+
+
+@pytest.fixture(scope="module")
+def service(web_site: Site) -> Iterator[Service]:  # noqa: F811
+    """This module's own (the site's directory is the session's: test_web.py's service
+    has its files there already)."""
+    with started_service(web_site, "web-admin-service") as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
