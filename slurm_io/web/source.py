@@ -102,8 +102,12 @@ class Source:
         """The service's handler run on this thread's connection as the user's own role
         (peer authentication, as `jobio` locally): the same documents as through the
         service, with the same parsing of the parameters."""
+        import importlib.util
         import urllib.parse
 
+        if importlib.util.find_spec("psycopg") is None:  # a login node's slurm-io[client]
+            raise SourceError("no `server` configured and no database driver here: set "
+                              "`server` to the jobio service (docs/service.md)")
         from slurm_io.service import handlers
         from slurm_io.service.requests import (
             BadRequest,
