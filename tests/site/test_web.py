@@ -369,3 +369,25 @@ def test_the_ood_app_serves_its_user_under_the_ood_path(web_site: Site) -> None:
         assert status == 404 and "no such job" in body  # alice's
     finally:
         stop_session(proc)  # type: ignore[arg-type]
+
+
+def test_one_page_is_one_service_request(alice_web: Web, service: Service,
+                                         web_site: Site) -> None:
+    """Light on the service: a page, its stylesheet and script cost one request (the list:
+    `/v1/jobs`, a job: `/v1/show`), as the service's own log counts them."""
+    log = web_site.dir / "web-service" / "service.log"
+
+    def asked(path: str) -> int:
+        return log.read_text(errors="replace").count(f"GET {path} uid=")
+
+    _, headers, _ = _get(alice_web.address)
+    cookie = headers["Set-Cookie"].split(";")[0]
+    time.sleep(1.5)  # past this test web's cache (--cache 1)
+    jobs, show = asked("/v1/jobs"), asked("/v1/show")
+    for path in ("/", "/static/app.css", "/static/app.js"):
+        assert _get(f"{alice_web.root}{path}", cookie=cookie)[0] == 200
+    time.sleep(0.5)  # the log line is written after the answer
+    assert (asked("/v1/jobs"), asked("/v1/show")) == (jobs + 1, show)
+    assert _get(f"{alice_web.root}/job/9102", cookie=cookie)[0] == 200
+    time.sleep(0.5)
+    assert (asked("/v1/jobs"), asked("/v1/show")) == (jobs + 1, show + 1)
