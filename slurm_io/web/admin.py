@@ -61,8 +61,10 @@ def top_page(doc: Mapping[str, Any], by: str, sort: str, base: str, user: str,
     when = ("no data yet" if at is None else
             f"the interval ending {datetime.fromtimestamp(at).strftime('%Y-%m-%d %H:%M:%S')}"
             f" ({t.get('interval', 0):.0f} s)")
-    head = (f'<tr><th scope="col">{esc(by)}</th><th scope="col">user</th>'
-            '<th scope="col">account</th><th scope="col" class="num">written/s</th>'
+    per_job = by == "job"  # a job's line also names its owner and account
+    head = (f'<tr><th scope="col">{esc(by)}</th>'
+            + ('<th scope="col">user</th><th scope="col">account</th>' if per_job else "")
+            + '<th scope="col" class="num">written/s</th>'
             '<th scope="col" class="num">read/s</th><th scope="col" class="num">metadata '
             'ops/s</th><th scope="col" class="num">requests/s</th><th scope="col" '
             'class="num">jobs</th></tr>')
@@ -73,14 +75,16 @@ def top_page(doc: Mapping[str, Any], by: str, sort: str, base: str, user: str,
         if r.get("kind") == "job" and r.get("jobid"):
             key = f'<a href="{esc(url(base, "/job/" + str(r["jobid"])))}">{key}</a>'
         body.append(
-            f'<tr><th scope="row">{key}</th><td>{esc(r.get("user") or "")}</td>'
-            f'<td>{esc(r.get("account") or "")}</td>'
-            f'<td class="num">{esc(fmt_size(rates.get("write_bytes", 0)))}</td>'
+            f'<tr><th scope="row">{key}</th>'
+            + (f'<td>{esc(r.get("user") or "")}</td><td>{esc(r.get("account") or "")}</td>'
+               if per_job else "")
+            + f'<td class="num">{esc(fmt_size(rates.get("write_bytes", 0)))}</td>'
             f'<td class="num">{esc(fmt_size(rates.get("read_bytes", 0)))}</td>'
             f'<td class="num">{esc(fmt_count(rates.get("meta_ops", 0)))}</td>'
             f'<td class="num">{esc(fmt_count(rates.get("reqs", 0)))}</td>'
             f'<td class="num">{esc(r.get("jobs"))}</td></tr>')
-    rows = "".join(body) or '<tr><td colspan="8">Nothing in this interval.</td></tr>'
+    rows = "".join(body) or (f'<tr><td colspan="{8 if per_job else 6}">Nothing in this '
+                             'interval.</td></tr>')
     text = (f'<h1>Top by {esc(by)}</h1><p>{esc(when)}, ranked by {esc(SORT_NAMES[sort])}.'
             '</p><nav aria-label="Group and rank"><p>Group by:</p>'
             + _choices(base, "/admin/top", "by", TOP_BY, by, {"sort": sort}, {})

@@ -21,6 +21,7 @@ from tests.site.test_web import (  # noqa: F401  (fixtures)
     browser,
     jobio_web,
     rows,
+    shot,
     web_site,
 )
 from tests.web.browser import Browser
@@ -59,8 +60,9 @@ def carol_web(web_site: Site, service: Service) -> Iterator[Web]:  # noqa: F811
         yield web
 
 
-def test_an_admin_gets_the_live_top_and_the_daily_report(carol_web: Web, lassi_day: date,
-                                                         browser: Browser) -> None:  # noqa: F811
+def test_an_admin_gets_the_live_top_and_the_daily_report(
+        carol_web: Web, lassi_day: date, browser: Browser,  # noqa: F811
+        web_site: Site) -> None:  # noqa: F811
     browser.open(carol_web.address)
     links = browser.js("[...document.querySelectorAll('header nav a')].map(a => a.innerText)")
     assert links == ["My jobs", "Top", "Daily report"]
@@ -71,6 +73,7 @@ def test_an_admin_gets_the_live_top_and_the_daily_report(carol_web: Web, lassi_d
     browser.press_enter_on("a[href*='by=user']")
     keys = browser.js("[...document.querySelectorAll('#top tbody th')].map(t => t.innerText)")
     assert keys[0] == "alice"
+    shot(browser, web_site, "web-admin-top.png")
     browser.open(f"{carol_web.root}/admin/daily?date={lassi_day.isoformat()}")
     risky = browser.js("[...document.querySelectorAll('#by_risk tbody th')]"
                        ".map(t => t.innerText)")
@@ -79,6 +82,7 @@ def test_an_admin_gets_the_live_top_and_the_daily_report(carol_web: Web, lassi_d
     users = browser.js("[...document.querySelectorAll('#users tbody th')]"
                        ".map(t => t.innerText)")
     assert sorted(users) == ["alice", "bob"]
+    shot(browser, web_site, "web-admin-daily.png")
 
 
 def test_a_user_outside_the_admin_group_is_refused_the_admin_pages(

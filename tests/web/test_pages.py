@@ -94,3 +94,18 @@ def test_the_job_page_has_its_charts_and_a_live_region_when_running() -> None:
     done = dict(doc, end="2026-11-25T11:30:00", running=False)
     assert "data-refresh" not in jobpage.job_page(done, "", "alice", Thresholds(), refresh=7,
                                                   now=NOW)
+
+
+def test_the_top_page_names_owners_only_per_job_and_escapes() -> None:
+    from slurm_io.web import admin
+
+    by_user = admin.top_page({"top": {"at": NOW, "interval": 120, "rows": [
+        {"kind": "user", "key": "<i>alice", "rates": {"write_bytes": 5}, "jobs": 1}]}},
+        "user", "write", "", "carol", [])
+    assert "<i>alice" not in by_user and "&lt;i&gt;alice" in by_user
+    assert '<th scope="col">account</th>' not in by_user
+    by_job = admin.top_page({"top": {"at": NOW, "interval": 120, "rows": [
+        {"kind": "job", "jobid": "5", "key": "5", "user": "a", "account": "p", "rates": {},
+         "jobs": 1}]}}, "job", "write", "/b", "carol", [])
+    assert '<th scope="col">account</th>' in by_job and 'href="/b/job/5"' in by_job
+    assert 'aria-current="page"' in by_job  # the grouping and ranking shown are marked
