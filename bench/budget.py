@@ -193,6 +193,15 @@ def hook_figures(s: Sizes, dsn: str) -> dict[str, float]:
     return {"hook": grab(r"down: no server\s+n=\d+\s+min\s+[\d.]+\s+median\s+([\d.]+)", text)}
 
 
+def web_figures(s: Sizes, dsn: str) -> dict[str, float]:
+    """The web view's pages, server side: 500 jobs in the period (issue 22: under 1 s)."""
+    text = run(PY, str(BENCH / "bench_web.py"), "--dsn", dsn, "--jobs",
+               str(500 if s is FULL else 30), "--running", "5" if s is FULL else "1",
+               "--repeat", str(2 * s.repeat))
+    return {"web_myjobs": grab(r"my jobs page, \d+ jobs .*: median ([\d.]+) ms", text),
+            "web_job": grab(r"job page, 7-day job .*: median ([\d.]+) ms", text)}
+
+
 def service_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
     text = run(PY, str(BENCH / "bench_service.py"), "--dsn", dsn, "--clients",
                str(s.clients), "--seconds", str(s.seconds), "--n", str(s.repeat),
@@ -261,6 +270,7 @@ def measure(args: argparse.Namespace, base: str, s: Sizes, only: set[str] | None
         ("top", lambda: top_figures(s, show_dsn, s.days)),
         ("scrape", lambda: scrape_figures(s, show_dsn, s.days)),
         ("hook", lambda: hook_figures(s, fresh_db(base, "budget_hook"))),
+        ("web", lambda: web_figures(s, base)),
         ("service", lambda: service_figures(s, show_dsn, args.venv)),
         ("startup", lambda: startup_figures(s, show_dsn, args.venv)),
     ]
@@ -286,7 +296,7 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="tiny inputs; values not judged")
     ap.add_argument("--dsn", help="a superuser conninfo (default: a throw-away server)")
     ap.add_argument("--only", help="comma-separated groups: parse,cycle,ingest,show,"
-                    "attribution,top,scrape,hook,service,startup")
+                    "attribution,top,scrape,hook,web,service,startup")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-venv"),
                     help="the site-like venv of /usr/bin/python3 (made when missing)")
     ap.add_argument("--json", type=Path, help="also write this run's figures here")

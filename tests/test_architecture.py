@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("daemons and commands", (
         "collect.daemon", "notify.hook", "notify.commands", "alerts.run", "exporter.server",
-        "service", "client", "cli", "demo",
+        "service", "client", "web", "cli", "demo",
     )),
 )
 

@@ -57,7 +57,7 @@ CLIENT_COMMANDS = extras.CLIENT_COMMANDS
 COMMAND_MODULES: dict[str, str] = {
     "problems": "admin", "alerts": "alerts", "collect": "collect", "simulate": "collect",
     "demo": "collect", "db": "db", "exporter": "exporter", "jobs": "jobs", "mail": "mail",
-    "report": "mail", "report-daemon": "mail", "reports": "mail", "serve": "serve",
+    "report": "mail", "report-daemon": "mail", "reports": "mail", "serve": "serve", "web": "web",
     **dict.fromkeys(("usage", "show", "attribute", "top", "lassi", "daily", "slowdown"),
                     "views"),
 }

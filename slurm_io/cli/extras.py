@@ -28,7 +28,7 @@ DISTRIBUTION_OF_MODULE = {
 EXTRA_OF_COMMAND = {"collect": "collector"}
 # what a login node's `jobio` can do through the service (`server` set; slurm_io/client),
 # without a driver
-CLIENT_COMMANDS = frozenset({"show", "report", "mail", "usage"})
+CLIENT_COMMANDS = frozenset({"show", "report", "mail", "usage", "web"})
 
 
 def missing_module(exc: BaseException) -> str | None:

@@ -110,6 +110,18 @@ def top_tables(job_hours: list[dict[str, Any]], n: int = 15) -> dict[str, Any]:
     }
 
 
+def day_tables(conn: Connection, day: date, top_n: int = 15) -> dict[str, Any]:
+    """The day's tables of the report (per filesystem, riskiest jobs, top jobs and users)
+    from the stored LASSi hours, read only: no LASSi computed, no plot, no file (the web
+    view's daily page, through `GET /v1/daily`). A day `jobio daily` has not covered yet
+    has empty tables."""
+    start, end = lassi_days.day_bounds(day)
+    fsh = lassi_sql.fs_hours(conn, start, end)
+    jh = lassi_sql.job_hours(conn, start, end)
+    return {"day": day.isoformat(), "summary": _summary(fsh, jh),
+            "tops": top_tables(jh, top_n)}
+
+
 # -- the report --------------------------------------------------------------------------------
 def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
           a: float = M.DEFAULT_A, baseline_days: int = M.DEFAULT_BASELINE_DAYS,

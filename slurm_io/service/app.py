@@ -31,10 +31,13 @@ from slurm_io.service.handlers import Refused
 from slurm_io.service.protocol import SCHEMA
 from slurm_io.service.requests import (
     BadRequest,
+    DailyRequest,
+    JobsRequest,
     MailRequest,
     ReportRequest,
     Request,
     ShowRequest,
+    TopRequest,
     parse,
 )
 from slurm_io.store.errors import ConnectionLost, DatabaseError
@@ -51,7 +54,9 @@ STATUS_TEXT = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidd
                431: "Request Header Fields Too Large",
                500: "Internal Server Error", 503: "Service Unavailable"}
 ROUTES: dict[str, tuple[str, ...]] = {"/v1/show": ("GET",), "/v1/report": ("GET",),
-                                      "/v1/mail": ("GET", "POST"), "/v1/usage": ("GET",)}
+                                      "/v1/mail": ("GET", "POST"), "/v1/usage": ("GET",),
+                                      "/v1/jobs": ("GET",), "/v1/top": ("GET",),
+                                      "/v1/daily": ("GET",)}
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,12 @@ class ServiceApp:
                 return handlers.report(conn, self.cfg, request)
             if isinstance(request, MailRequest):
                 return handlers.mail(conn, self.cfg, request, uid)
+            if isinstance(request, JobsRequest):
+                return handlers.jobs(conn, self.cfg, request, uid)
+            if isinstance(request, TopRequest):
+                return handlers.top(conn, self.cfg, request)
+            if isinstance(request, DailyRequest):
+                return handlers.daily(conn, request)
             return handlers.usage(conn, self.cfg, request)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]

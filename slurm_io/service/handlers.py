@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Any
 from slurm_io.config import Config
 from slurm_io.service import sql as service_sql
 from slurm_io.service.protocol import SCHEMA
-from slurm_io.service.requests import MailRequest, ReportRequest, ShowRequest, UsageRequest
+from slurm_io.service.requests import (
+    DailyRequest,
+    JobsRequest,
+    MailRequest,
+    ReportRequest,
+    ShowRequest,
+    TopRequest,
+    UsageRequest,
+)
 from slurm_io.store import accounts
 from slurm_io.store.errors import InsufficientPrivilege
 from slurm_io.store.standby import replication_lag
@@ -154,3 +162,62 @@ def usage(conn: psycopg.Connection, cfg: Config, req: UsageRequest) -> dict[str,
     if req.attribution:
         result["attribution"] = unattributed.split(conn, start, end, now=now).as_json()
     return {"schema": SCHEMA, "usage": result}
+
+
+# /v1/jobs: at most this many jobs per answer (running first, then the newest), and at most
+# this many of them computed now (running, or not attributed yet): docs/service.md Limits
+MAX_JOBS = 5000
+MAX_LIVE = 20
+
+
+def jobs(conn: psycopg.Connection, cfg: Config, req: JobsRequest, uid: int | None
+         ) -> dict[str, Any]:
+    """A user's jobs of a period with their summary figures and the titles of the advice
+    their mail would give (the web view's "My jobs"). `user` defaults to the caller's own
+    account (the uid's); naming another is answered by row-level security: an admin gets
+    that user's jobs, anyone else an empty list, as `jobio show -u OTHER` does."""
+    from slurm_io.mail.advice import advice
+    from slurm_io.mail.view_model import Thresholds
+    from slurm_io.report.joblist import job_list
+    from slurm_io.service.requests import MAX_PERIOD
+
+    now = time.time()
+    end = now if req.end is None else req.end
+    start = end - 7 * 86400 if req.start is None else req.start
+    if start > end or end - start > MAX_PERIOD:
+        raise Refused(400, f"a period of at most {MAX_PERIOD / 86400:.0f} days, start before "
+                      "end")
+    user = req.user or (role_of(uid) if uid is not None else None)
+    if user is None:
+        raise Refused(400, "give user=...")
+    t = Thresholds(kb_ops=cfg.mail_advice_kb_ops, small_share=cfg.mail_advice_small_share,
+                   min_requests=cfg.mail_advice_min_requests,
+                   metadata_per_node_hour=cfg.mail_advice_metadata_per_node_hour,
+                   min_metadata_ops=cfg.mail_advice_min_metadata_ops)
+    rows, total = job_list(conn, user, start, end, now=now, resolution=cfg.interval,
+                           max_jobs=MAX_JOBS, max_live=MAX_LIVE)
+    docs = []
+    for r in rows:
+        d = r.as_json()
+        d["advice"] = [a.title for a in advice(r, t)] if r.totals is not None else []  # type: ignore[arg-type]
+        docs.append(d)
+    return {"schema": SCHEMA, "user": user, "start": start, "end": end, "now": now,
+            "jobs": docs, "total": total, "truncated": total > len(rows)}
+
+
+def top(conn: psycopg.Connection, cfg: Config, req: TopRequest) -> dict[str, Any]:
+    """The newest interval's top 50 (`jobio top --once --json`), as the caller's role reads
+    the deltas: an admin sees everyone, a user only their own load."""
+    from slurm_io.report import top as top_mod
+
+    t = top_mod.top(conn, interval=cfg.interval, by=req.by, sort=req.sort, limit=50)
+    return {"schema": SCHEMA, "top": top_mod.as_json(t)}
+
+
+def daily(conn: psycopg.Connection, req: DailyRequest) -> dict[str, Any]:
+    """The tables of a day's report from the stored LASSi hours the caller's role reads."""
+    from datetime import date
+
+    from slurm_io.report.daily import day_tables
+
+    return {"schema": SCHEMA, **day_tables(conn, date.fromisoformat(req.day))}

@@ -9,6 +9,7 @@ the client prints (HTTP 400). Nothing below this module sees a raw query string.
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 import urllib.parse
@@ -24,6 +25,9 @@ MAX_NAME = 256  # characters of a user or cluster list
 # parameters in one query (the front end's line cap, 16 KiB, allows ~8000 `a&`): copies of
 # one job id are allowed, and count once against max_ids
 MAX_FIELDS = 10000
+# /v1/jobs: the longest period one request may list (a month of a user's jobs; the web view's
+# default is 7 days) -- a wider one is a 400, not a scan of the user's whole history
+MAX_PERIOD = 31 * 86400.0
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
@@ -59,12 +63,42 @@ class UsageRequest:
     attribution: bool
 
 
-Request = ShowRequest | ReportRequest | MailRequest | UsageRequest
+@dataclass(frozen=True)
+class JobsRequest:
+    """A user's jobs that ran in [start, end] with their summary figures (the web view)."""
+
+    user: str | None  # None: the caller
+    start: float | None
+    end: float | None
+
+
+@dataclass(frozen=True)
+class TopRequest:
+    """The newest interval's top (`jobio top --once`), for the web view's admin page."""
+
+    by: str  # job, user, account
+    sort: str  # write, read, meta_ops, reqs
+
+
+@dataclass(frozen=True)
+class DailyRequest:
+    """The tables of a day's report (report.daily.day_tables)."""
+
+    day: str  # YYYY-MM-DD
+
+
+TOP_BY = ("job", "user", "account")
+TOP_SORT = ("write", "read", "meta_ops", "reqs")
+Request = (ShowRequest | ReportRequest | MailRequest | UsageRequest | JobsRequest | TopRequest
+           | DailyRequest)
 _KEYS: dict[str, frozenset[str]] = {
     "/v1/show": frozenset({"jobid", "user", "start", "end", "clusters"}),
     "/v1/report": frozenset({"jobid", "clusters"}),
     "/v1/mail": frozenset({"user", "enabled"}),
     "/v1/usage": frozenset({"start", "end", "attribution"}),
+    "/v1/jobs": frozenset({"user", "start", "end"}),
+    "/v1/top": frozenset({"by", "sort"}),
+    "/v1/daily": frozenset({"date"}),
 }
 
 
@@ -96,6 +130,30 @@ def parse(path: str, method: str, query: str, *, max_ids: int) -> Request:
         if enabled is not None:
             raise BadRequest("enabled= is for POST")
         return MailRequest(user, None)
+    if path == "/v1/jobs":
+        start, end = _time(params, "start"), _time(params, "end")
+        if start is not None and end is not None:
+            if start > end:
+                raise BadRequest("start: after end")
+            if end - start > MAX_PERIOD:
+                raise BadRequest(f"a period of at most {MAX_PERIOD / 86400:.0f} days")
+        return JobsRequest(_name(params, "user"), start, end)
+    if path == "/v1/top":
+        by, sort = _one(params, "by") or "job", _one(params, "sort") or "write"
+        if by not in TOP_BY:
+            raise BadRequest(f"by: one of {', '.join(TOP_BY)}")
+        if sort not in TOP_SORT:
+            raise BadRequest(f"sort: one of {', '.join(TOP_SORT)}")
+        return TopRequest(by, sort)
+    if path == "/v1/daily":
+        day = _one(params, "date") or ""
+        try:
+            datetime.date.fromisoformat(day)
+        except ValueError:
+            raise BadRequest(f"date: not a day (YYYY-MM-DD): {_show(day)}") from None
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", day):
+            raise BadRequest(f"date: not a day (YYYY-MM-DD): {_show(day)}")
+        return DailyRequest(day)
     attribution = _one(params, "attribution")
     if attribution not in (None, "0", "1"):
         raise BadRequest("attribution=1 or attribution=0")

@@ -233,3 +233,11 @@ def test_every_bench_has_a_small_form() -> None:
         assert script.stem in text, f"{script.name} has no small form in {__file__}"
     # the modules only imported: by budget (dumps) and by accuracy --breakdown
     assert "dumps" in (BENCH / "budget.py").read_text()
+
+
+def test_bench_web_small(pg_dsn: str) -> None:
+    """30 jobs and one running: both pages answered, their times printed."""
+    out = bench("bench/bench_web.py", "--dsn", pg_dsn, "--db", "small_bench_web", "--jobs",
+                "30", "--running", "1", "--repeat", "1")
+    assert re.search(r"my jobs page, 32 jobs \(1 running\), \d+ KiB: median [\d.]+ ms", out), out
+    assert re.search(r"job page, 7-day job .*: median [\d.]+ ms", out), out

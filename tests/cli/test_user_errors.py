@@ -159,3 +159,15 @@ def test_a_group_without_a_command_prints_its_help_not_an_error(args: list[str])
     text = proc.stdout + proc.stderr
     assert text.startswith(f"Usage: {' '.join(['jobio', *args])} [OPTIONS] COMMAND")
     assert "jobio: error" not in text and "Commands:" in text
+
+
+def test_jobio_web_on_a_taken_port_or_out_of_range_is_one_line(site: list[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_one_line_error(jobio(*site, "web", "--port", str(port)), "jobio: error:",
+                              f"cannot listen on 127.0.0.1:{port}")
+    assert_one_line_error(jobio(*site, "web", "--port", "70000"), "jobio: error:", "--port")

@@ -24,12 +24,15 @@ from tests.site.hostile import HostileSite, hostile_site, raw_request, status_of
 
 pytestmark = [pytest.mark.pg]
 EXAMPLES = int(os.environ.get("SLURM_IO_FUZZ_EXAMPLES", "40"))
-PATHS = ["/v1/show", "/v1/report", "/v1/mail", "/v1/usage", "/v1/health", "/", "/v1/",
+PATHS = ["/v1/show", "/v1/report", "/v1/mail", "/v1/usage", "/v1/jobs", "/v1/top",
+         "/v1/daily", "/v1/health", "/", "/v1/",
          "/v1/show/", "/v2/show"]
-KEYS = ["jobid", "user", "start", "end", "clusters", "enabled", "attribution"]
+KEYS = ["jobid", "user", "start", "end", "clusters", "enabled", "attribution", "by", "sort",
+        "date"]
 VALUES = ["8101", "8301", "8200", "8200_2", "8101.batch", "bob", "alice", "1001", "0", "-1",
           str(2**63), str(2**64), "1e18", "nan", "inf", "true", "false", "", "\x00", "1\n",
-          "\udcff", "%", "..", "8101+0", "c1,c2", "*"]
+          "\udcff", "%", "..", "8101+0", "c1,c2", "*", "job", "account", "meta_ops",
+          "2024-04-03", "2024-02-30", "20240403"]
 
 methods = st.sampled_from(["GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH"])
 paths = st.one_of(st.sampled_from(PATHS), st.text(max_size=40).map(
@@ -65,6 +68,11 @@ def _query(pairs_: list[tuple[str, str]]) -> str:
          raw=None, extra=[], body=b"", cred="alice")
 @example(method="GET", path="/v1/report", pairs_=[("jobid", "8301")], raw=None, extra=[],
          body=b"", cred="alice")
+@example(method="GET", path="/v1/jobs", pairs_=[("user", "bob"), ("start", "1712100000"),
+                                                 ("end", "1712200000")],
+         raw=None, extra=[], body=b"", cred="alice")
+@example(method="GET", path="/v1/daily", pairs_=[("date", "2024-04-03")], raw=None, extra=[],
+         body=b"", cred="alice")
 @given(method=methods, path=paths, pairs_=pairs, raw=st.one_of(st.none(), raw_queries),
        extra=headers, body=bodies, cred=creds)
 def test_no_request_gets_a_500_a_traceback_or_another_users_row(
@@ -86,9 +94,11 @@ def test_no_request_gets_a_500_a_traceback_or_another_users_row(
     assert status not in (0, 500), (head[:300], answer[:300])
     _, _, payload = answer.partition(b"\r\n\r\n")
     assert b"Traceback" not in payload
-    if status == 200 and method != "HEAD" and path in ("/v1/show", "/v1/report"):
+    if status == 200 and method != "HEAD" and path in ("/v1/show", "/v1/report", "/v1/jobs"):
         doc = json.loads(payload)
-        for item in doc.get("jobs", []) + doc.get("messages", []):
+        items = doc.get("jobs", []) + doc.get("messages", [])
+        items += (doc.get("tops") or {}).get("by_bytes", [])  # /v1/daily: alice's own only
+        for item in items:
             assert item.get("user") in (None, "alice"), item
             assert item["jobid"] != "8301"
 

@@ -11,9 +11,12 @@ from slurm_io.service.app import log_text
 from slurm_io.service.fair import Busy, FairPool
 from slurm_io.service.requests import (
     BadRequest,
+    DailyRequest,
+    JobsRequest,
     MailRequest,
     ReportRequest,
     ShowRequest,
+    TopRequest,
     UsageRequest,
     parse,
 )
@@ -33,6 +36,11 @@ OK = [
     ("/v1/mail", "POST", "enabled=false&user=bob", MailRequest("bob", False)),
     ("/v1/usage", "GET", "start=0&end=10&attribution=1", UsageRequest(0.0, 10.0, True)),
     ("/v1/usage", "GET", "", UsageRequest(None, None, False)),
+    ("/v1/jobs", "GET", "", JobsRequest(None, None, None)),
+    ("/v1/jobs", "GET", "user=alice&start=0&end=2678400", JobsRequest("alice", 0.0, 2678400.0)),
+    ("/v1/top", "GET", "", TopRequest("job", "write")),
+    ("/v1/top", "GET", "by=account&sort=meta_ops", TopRequest("account", "meta_ops")),
+    ("/v1/daily", "GET", "date=2026-11-24", DailyRequest("2026-11-24")),
 ]
 
 BAD = [
@@ -60,6 +68,18 @@ BAD = [
     ("/v1/mail", "GET", "user=4294967295", "not a uid"),
     ("/v1/mail", "GET", "enabled=true", "enabled= is for POST"),
     ("/v1/usage", "GET", "attribution=yes", "attribution=1 or attribution=0"),
+    ("/v1/jobs", "GET", "start=0&end=2678401", "a period of at most 31 days"),
+    ("/v1/jobs", "GET", "start=10&end=5", "start: after end"),
+    ("/v1/jobs", "GET", "start=nan", "start: not a number"),
+    ("/v1/jobs", "GET", "user=a%0Ab", "user: not a name"),
+    ("/v1/jobs", "GET", "jobid=1", "unknown parameter 'jobid'"),
+    ("/v1/jobs", "GET", "user=a&user=b", "user= given 2 times"),
+    ("/v1/top", "GET", "by=host", "by: one of job, user, account"),
+    ("/v1/top", "GET", "sort=open", "sort: one of write"),
+    ("/v1/daily", "GET", "", "date: not a day"),
+    ("/v1/daily", "GET", "date=2026-02-30", "date: not a day"),
+    ("/v1/daily", "GET", "date=20261124", "date: not a day"),
+    ("/v1/daily", "GET", "date=2026-11-24%0A", "date: not a day"),
 ]
 
 
