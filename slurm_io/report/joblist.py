@@ -37,7 +37,7 @@ class JobSummary:
     revision: int | None
     risks: tuple[float, float] | None  # worst (risk_oss, risk_mds) of its LASSi hours
     now: float
-    # figure -> {"least": L, "most": M} where attribution gave a range (the ranges work)
+    # figure -> {"least": L, "most": M} where attribution gave a range (docs/attribution.md "How sure a figure is")
     ranges: dict[str, Any] | None = None
 
     @property
@@ -102,7 +102,7 @@ def job_list(conn: psycopg.Connection, user: str, start: float, end: float, *, n
             r = figures(conn, i, now=now, resolution=resolution)
             out.append(JobSummary(i, r.io.totals, r.io.quality, r.complete, r.revision,
                                   risks.get(i.raw_id), now,
-                                  r.io.as_json().get("ranges")))  # with the ranges work
+                                  r.io.as_json().get("ranges")))
         else:
             out.append(JobSummary(i, None, {}, False, None, risks.get(i.raw_id), now))
     return out, total

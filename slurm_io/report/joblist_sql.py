@@ -18,29 +18,19 @@ class StoredSummary(NamedTuple):
     complete: bool
     revision: int
     current: bool  # no batch ingested since: recomputing would give the same
-    # {"read_bytes": {"least": L, "most": M}, ...} of the attribution ranges (sql/0022 on
-    # the ranges branch) when stored for this revision; None: none (or no such column)
+    # {"read_bytes": {"least": L, "most": M}, ...} of the attribution ranges (sql/0022)
+    # when stored for this revision; None: none (a row an older release revised)
     ranges: dict[str, Any] | None
-
-
-def has_ranges(conn: psycopg.Connection) -> bool:
-    """Whether job_io stores ranges (a migration of the attribution-ranges work): the list
-    shows them where they exist and does not depend on them."""
-    row = conn.execute("SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = "
-                       "'job_io'::regclass AND attname = 'ranges_revision' "
-                       "AND NOT attisdropped)").fetchone()
-    return bool(row and row[0])
 
 
 def stored_summaries(conn: psycopg.Connection, keys: list[int]) -> dict[int, StoredSummary]:
     """row key -> the stored figures of those of `keys` that have them (row-level security
     decides which the caller reads, as for every reader)."""
-    ranges = ("CASE WHEN ranges_revision = revision THEN ranges END" if has_ranges(conn)
-              else "NULL::jsonb")
     rows = conn.execute(
         "SELECT job, totals, quality, complete, revision, "
         "coalesce(data_until, '-infinity') >= coalesce(jobio_newest_ingest(), '-infinity'), "
-        f"{ranges} FROM job_io WHERE job = ANY(%s)", (keys,))
+        "CASE WHEN ranges_revision = revision THEN ranges END "
+        "FROM job_io WHERE job = ANY(%s)", (keys,))
     return {r[0]: StoredSummary(r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows}
 
 

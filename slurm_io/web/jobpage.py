@@ -29,7 +29,7 @@ def _epoch(iso: str | None) -> float | None:
 def _fig(doc: Mapping[str, Any], counter: str, fmt: Any = fmt_size,
          value: float | None = None) -> str:
     """A figure with its range where the show document has one (`"ranges": {"read_bytes":
-    {"least": L, "most": M}, ...}`, from the attribution-ranges work; absent before it)."""
+    {"least": L, "most": M}, ...}`; absent from rows an older release revised)."""
     r = (doc.get("ranges") or {}).get(counter)
     r = r if isinstance(r, dict) else {}
     v = (doc.get("totals") or {}).get(counter, 0) if value is None else value

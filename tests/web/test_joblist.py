@@ -60,10 +60,7 @@ def test_running_first_stored_figures_and_the_bounds(db_dsn: str) -> None:
         assert (by_id["103"]["risk_oss"], by_id["103"]["risk_mds"]) == (1.5, 2.5)
         assert by_id["110"]["figures"] and not by_id["111"]["figures"]  # live 2 of 2, then
         assert all(d["user"] == "alice" for d in docs)  # pending
-        # stored ranges (sql/0022 of the attribution-ranges work, made here when absent)
-        # are listed when they belong to the row's revision
-        conn.execute("ALTER TABLE job_io ADD COLUMN IF NOT EXISTS ranges jsonb, "
-                     "ADD COLUMN IF NOT EXISTS ranges_revision integer")
+        # stored ranges (sql/0022) are listed when they belong to the row's revision
         conn.execute("UPDATE job_io SET ranges = %s, ranges_revision = revision + (job - 105) "
                      "WHERE job IN (105, 106)",
                      (json.dumps({"read_bytes": {"least": 4000, "most": 6000}}),))
