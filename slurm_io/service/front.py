@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import ssl
+import time
 import urllib.parse
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ from slurm_io.service.fair import Busy, FairPool
 
 log = logging.getLogger(__name__)
 MAX_BODY = 65536
+SMALL_ANSWER = 1 << 20  # bytes of an answer written in one piece with its head
 CLOSE_GRACE = 2.0  # seconds an answer has to leave a closed connection
 AUTH_THREADS = 4  # munged decodes take ~0.1-1 ms; a few threads keep them off the loop
 
@@ -105,8 +107,8 @@ class Front:
                 if prepared.uid is not None and not authenticated:
                     authenticated = True
                     self.unauthenticated -= 1
-                status, body, ms = await self.run(prepared)
-                if not await self.send(writer, conn, status, body, ms,
+                status, body, ms, split = await self.run(prepared)
+                if not await self.send(writer, conn, status, body, ms, split,
                                        head_only=incoming.method == "HEAD"):
                     graceful = True
                     return
@@ -179,27 +181,42 @@ class Front:
             if len(name) + len(value) + 2 > limit:
                 raise Closed((431, f"a header line over {limit} bytes"))
 
-    async def run(self, prepared: Prepared) -> tuple[int, bytes, float]:
-        """The answer: directly when `prepare` decided it, else in the uid's fair turn."""
+    async def run(self, prepared: Prepared) -> tuple[int, bytes, float, str]:
+        """The answer: directly when `prepare` decided it, else in the uid's fair turn;
+        with the service time's parts (Server-Timing: `prep` until queued, `wait` in the
+        uid's queue, `run` in the worker)."""
         if prepared.uid is None:
-            return self.app.answer(prepared)
+            return (*self.app.answer(prepared), "")
+        queued = time.perf_counter()
+
+        def work() -> tuple[float, tuple[int, bytes, float]]:
+            started = time.perf_counter()
+            return started, self.app.answer(prepared)
+
         try:
-            fut = self.pool.submit(prepared.uid, lambda: self.app.answer(prepared))
+            fut = self.pool.submit(prepared.uid, work)
         except Busy as e:
-            return 503, json.dumps(refusal(503, f"too busy: {e}")).encode(), 0.0
-        result: tuple[int, bytes, float] = await asyncio.wrap_future(fut)
-        return result
+            return 503, json.dumps(refusal(503, f"too busy: {e}")).encode(), 0.0, ""
+        started, (status, body, ms) = await asyncio.wrap_future(fut)
+        prep, wait = 1000 * (queued - prepared.t0), 1000 * (started - queued)
+        split = f", prep;dur={prep:.2f}, wait;dur={wait:.2f}, run;dur={ms - prep - wait:.2f}"
+        return status, body, ms, split
 
     async def send(self, writer: asyncio.StreamWriter, conn: h11.Connection, status: int,
-                   body: bytes, ms: float, *, head_only: bool = False) -> bool:
+                   body: bytes, ms: float, split: str = "", *, head_only: bool = False
+                   ) -> bool:
         """Write one answer; whether the connection may carry another request."""
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                   ("Server-Timing", f"app;dur={ms:.2f}")]
-        writer.write(conn.send(h11.Response(status_code=status, headers=headers,
-                                            reason=STATUS_TEXT.get(status, "").encode())))
+                   ("Server-Timing", f"app;dur={ms:.2f}{split}")]
+        out = [conn.send(h11.Response(status_code=status, headers=headers,
+                                      reason=STATUS_TEXT.get(status, "").encode()))]
         if not head_only:  # HEAD: the GET's Content-Length, no body
-            writer.write(conn.send(h11.Data(data=body)))
-        writer.write(conn.send(h11.EndOfMessage()))
+            out.append(conn.send(h11.Data(data=body)))
+        out.append(conn.send(h11.EndOfMessage()))
+        # a usual answer in one write: each write is a pass through asyncio's TLS layer
+        # (Python), a TLS record and a send(); a big one is not copied once more for that
+        for chunk in [b"".join(out)] if len(body) <= SMALL_ANSWER else out:
+            writer.write(chunk)
         async with asyncio.timeout(self.cfg.service_idle_timeout):
             await writer.drain()
         if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
