@@ -337,7 +337,7 @@ def load(explicit: Path | None = None) -> Config:
         attr, typ = _KEYS[key]
         try:
             kw[attr] = tuple(value) if typ is tuple else typ(value)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:  # OverflowError: int(inf)
             raise ConfigError(f"{path}: bad value for {key!r}: {e}") from e
     env_dsn = os.environ.get("SLURM_IO_DSN")
     if env_dsn:
