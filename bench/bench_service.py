@@ -221,8 +221,10 @@ class Client:
         self.host, self.port = host, port
         self.context = ssl.create_default_context(cafile=str(ca)) if ca else None
 
-    def get(self, target: str, cred: str) -> tuple[float, float]:
-        """(latency s, service ms) of one request."""
+    def get(self, target: str, cred: str) -> tuple[float, float, dict[str, float]]:
+        """(latency s, service ms, its parts in ms) of one request: Server-Timing's `app`
+        and, for an authenticated request, `prep` (read to queued: the credential), `wait`
+        (in the uid's queue of the fair pool) and `run` (in a worker)."""
         t = time.perf_counter()
         conn = (http.client.HTTPSConnection(self.host, self.port, context=self.context,
                                             timeout=60) if self.context
@@ -234,10 +236,16 @@ class Client:
             resp.read()
             if resp.status != 200:
                 raise RuntimeError(f"{target}: HTTP {resp.status}")
-            dur = (resp.getheader("Server-Timing") or "app;dur=0").split("dur=")[1]
+            timing = server_timing(resp.getheader("Server-Timing") or "app;dur=0")
         finally:
             conn.close()
-        return time.perf_counter() - t, float(dur)
+        return time.perf_counter() - t, timing.pop("app"), timing
+
+
+def server_timing(header: str) -> dict[str, float]:
+    """`app;dur=5.1, wait;dur=2.0` -> {"app": 5.1, "wait": 2.0}."""
+    parts = (m.strip().split(";dur=") for m in header.split(","))
+    return {name: float(dur) for name, dur in parts}
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -412,7 +420,7 @@ def concurrent(args: argparse.Namespace, client: Client, jobs: list[int],
     t = time.perf_counter()
     creds = mint(args.user, args.munge_socket, targets)
     print(f"({n} credentials minted in {time.perf_counter() - t:.1f} s)")
-    results: list[tuple[float, float]] = []
+    results: list[tuple[float, float, dict[str, float]]] = []
     lock = threading.Lock()
     requests = Requests(targets, creds, time.perf_counter() + args.seconds)
 
@@ -438,6 +446,9 @@ def concurrent(args: argparse.Namespace, client: Client, jobs: list[int],
           f"{len(results) / elapsed:.0f} req/s; latency p50 {pct(lat, 50):.0f} ms, p99 "
           f"{pct(lat, 99):.0f} ms; service time p50 {pct(app, 50):.1f} ms, p99 "
           f"{pct(app, 99):.1f} ms; {before} before, {load()} after")
+    parts = {k: [r[2].get(k, 0.0) for r in results] for k in ("prep", "wait", "run")}
+    print("service time's parts: " + "; ".join(
+        f"{k} p50 {pct(v, 50):.1f} ms, p99 {pct(v, 99):.1f} ms" for k, v in parts.items()))
     print(f"CPU per request: service process(es) {1000 * svc / len(results):.1f} ms, the "
           f"benchmark's clients {1000 * own / len(results):.1f} ms (PostgreSQL and munged "
           f"not counted)")

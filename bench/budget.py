@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.budget_rules import README, fmt, table, write_readme
+from bench.budget_rules import README, fmt, merged, table, write_readme
 
 BENCH = Path(__file__).resolve().parent
 PY = sys.executable
@@ -207,7 +207,10 @@ def service_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
                str(s.clients), "--seconds", str(s.seconds), "--n", str(s.repeat),
                "--venv", str(venv), "--no-netns")
     return {"service_p99": grab(r"concurrent clients.*service time p50 [\d.]+ ms, p99 "
-                                r"([\d.]+) ms", text)}
+                                r"([\d.]+) ms", text),
+            "service_wait_p99": grab(r"parts:.*wait p50 [\d.]+ ms, p99 ([\d.]+) ms", text),
+            "service_run_p99": grab(r"parts:.*run p50 [\d.]+ ms, p99 ([\d.]+) ms", text),
+            "service_rate": grab(r"concurrent clients.* ([\d.]+) req/s", text)}
 
 
 def startup_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
@@ -337,6 +340,8 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     if args.update and not args.small:
+        if only is not None:  # some groups: their figures replace the committed ones
+            doc = merged(committed, doc, only)
         COMMITTED.write_text(json.dumps(doc, indent=1) + "\n")
         write_readme(doc)
         print(f"written: {COMMITTED}, {README}")

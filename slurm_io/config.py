@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import tomllib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,16 @@ class ConfigError(ValueError):
     """The configuration file is unreadable or has a wrong key or value."""
 
 
-@dataclass(frozen=True)
 class Config:
+    """Every setting, immutable: `Config(key=value, ...)`, `cfg.replace(key=value)`.
+
+    Why a plain class and not a frozen dataclass: the dataclass compiled its generated
+    `__init__`, `__eq__`, `__hash__` and `__repr__` over these 84 fields at every import,
+    ~2-3 ms of each `jobio` start-up (issue 25; `python -X importtime`). Here the defaults
+    are class attributes and an instance holds only what was given, so import costs the
+    class body alone. Keys, defaults, equality, hashing and immutability are as before.
+    """
+
     dsn: str | None = None
     # a streaming standby (or any read-only copy) for the readers: `jobio show`, `daily`,
     # `serve`, `exporter` (docs/deploy.md "Readers on a standby"); writes stay on `dsn`
@@ -33,7 +40,7 @@ class Config:
     # ClusterName given to job records that carry none (old sacct text, pyslurm); stored in
     # the database by `jobio db upgrade` (sql/0020). The hook and sacct name their cluster.
     cluster: str | None = None
-    state_dir: Path = field(default_factory=default_state_dir)
+    state_dir: Path  # default: default_state_dir(), when the instance is made
     # collector
     command: str = DEFAULT_COMMAND
     interval: float = 120.0
@@ -41,7 +48,7 @@ class Config:
     # of attribution (job_io, job_io_hour) and the LASSi hours for years
     retention_raw: str = "90d"
     retention_results: str = "1825d"
-    collector_name: str = field(default_factory=lambda: socket.gethostname().split(".")[0])
+    collector_name: str  # default: the short host name, when the instance is made
     spool_dir: Path | None = None
     command_timeout: float = 90.0
     # committed batches kept to be sent again to a database restored from a backup
@@ -133,13 +140,57 @@ class Config:
     service_max_running: int = 4  # requests of one uid running at once (of `threads`)
     source: Path | None = None  # the file this came from
 
+    def __init__(self, **values: Any) -> None:
+        unknown = values.keys() - FIELDS.keys()
+        if unknown:
+            raise TypeError(f"Config() got an unexpected keyword argument "
+                            f"{sorted(unknown)[0]!r}")
+        if "state_dir" not in values:
+            values["state_dir"] = default_state_dir()
+        if "collector_name" not in values:
+            values["collector_name"] = socket.gethostname().split(".")[0]
+        self.__dict__.update(values)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenConfig(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenConfig(f"cannot delete field {name!r}")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Config(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in FIELDS) + ")"
+
+    def replace(self, **kw: Any) -> Config:
+        """A copy with these fields changed (what dataclasses.replace did)."""
+        return Config(**{**{n: getattr(self, n) for n in FIELDS}, **kw})
+
     @property
     def spool(self) -> Path:
         return self.spool_dir or self.state_dir / "spool"
 
     def with_overrides(self, **kw: Any) -> Config:
         """Apply flags: a None value means "flag not given"."""
-        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+        return self.replace(**{k: v for k, v in kw.items() if v is not None})
+
+
+class FrozenConfig(AttributeError):
+    """A Config is never changed in place (use `replace`): one is shared by threads."""
+
+
+# the fields in their order (the class's annotations; `from __future__ import annotations`
+# keeps them strings, nothing is evaluated)
+FIELDS: dict[str, str] = dict(Config.__annotations__)
 
 
 def _mail_policy(value: str) -> str:
@@ -271,7 +322,6 @@ def config_path(explicit: Path | None = None) -> Path | None:
 
 def load(explicit: Path | None = None) -> Config:
     path = config_path(explicit)
-    cfg = Config()
     if path is None:
         values: dict[str, Any] = {}
     else:
@@ -287,9 +337,9 @@ def load(explicit: Path | None = None) -> Config:
         attr, typ = _KEYS[key]
         try:
             kw[attr] = tuple(value) if typ is tuple else typ(value)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:  # OverflowError: int(inf)
             raise ConfigError(f"{path}: bad value for {key!r}: {e}") from e
     env_dsn = os.environ.get("SLURM_IO_DSN")
     if env_dsn:
         kw["dsn"] = env_dsn
-    return replace(cfg, **kw)
+    return Config(**kw)

@@ -12,10 +12,7 @@ unchanged, so that real bugs stay visible in tests.
 from __future__ import annotations
 
 import errno
-import logging
 import os
-import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,6 @@ from slurm_io import config as config_mod
 from slurm_io.cli import extras
 from slurm_io.config import Config, ConfigError
 from slurm_io.jobs.spec import JOBID_ARG  # the commands import it from here
-from slurm_io.text import log_continuation, log_text
 
 TRACEBACK_ENV = "SLURM_IO_TRACEBACK"
 # click >= 8.2 raises this usage error to print a group's help when no command is given
@@ -134,6 +130,8 @@ class JobioGroup(click.Group):
 def _one_line(ctx: click.Context, e: Exception) -> JobioError:
     """What an exception no command handled becomes: one line (the traceback too with -v)."""
     if ctx.params.get("verbose"):
+        import traceback
+
         traceback.print_exception(e)
     message = one_line(str(e)) or type(e).__name__
     if type(e).__name__ == "UndefinedTable":  # psycopg's: a database never upgraded
@@ -143,33 +141,6 @@ def _one_line(ctx: click.Context, e: Exception) -> JobioError:
             "psycopg",):
         message = f"{type(e).__name__}: {message}"
     return JobioError(message + ("" if ctx.params.get("verbose") else "  (-v: traceback)"))
-
-
-class OneLineRecords(logging.Formatter):
-    """Every log record is one line whatever its arguments held (slurm_io.text.log_text);
-    a traceback follows on lines marked `  | `. Logs are a door too (docs/security.md): a
-    job name or a request path with a newline once wrote a well-formed false record."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        saved = record.message
-        record.message = log_text(saved)
-        try:
-            return super().formatMessage(record)
-        finally:
-            record.message = saved
-
-    def formatException(self, ei: Any) -> str:
-        return log_continuation(super().formatException(ei))
-
-    def formatStack(self, stack_info: str) -> str:
-        return log_continuation(super().formatStack(stack_info))
-
-
-def _setup_logging(verbose: int) -> None:
-    level = logging.WARNING - 10 * verbose if verbose else logging.INFO
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineRecords("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=max(level, logging.DEBUG), handlers=[handler])
 
 
 @click.group(cls=JobioGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -190,20 +161,21 @@ def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
 
     `jobio JOBID` is short for `jobio show JOBID`.
     """
-    _setup_logging(verbose)
     try:
         cfg = config_mod.load(config_file)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
     ctx.obj = cfg.with_overrides(dsn=dsn, state_dir=state_dir, server=server)
     if dsn and (ctx.obj.server or ctx.obj.read_dsn):  # an explicit database wins over a
-        from dataclasses import replace  # configured service and a configured standby
-
-        ctx.obj = replace(ctx.obj, server=None, read_dsn=None)
+        ctx.obj = ctx.obj.replace(server=None, read_dsn=None)  # service and a standby
     if ctx.obj.server and ctx.invoked_subcommand not in CLIENT_COMMANDS:
         raise click.UsageError(
             f"`jobio {ctx.invoked_subcommand}` does not work through the jobio service "
             f"({ctx.obj.server}): run it on the database host")
+    if not ctx.obj.server:  # client mode logs nothing: logging and its imports cost a
+        from slurm_io.cli.logs import setup_logging  # login node's `jobio` ~2 ms (issue 25)
+
+        setup_logging(verbose)
 
 
 def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
@@ -227,9 +199,7 @@ def connect_read(cfg: Config) -> Any:
     `connect_db` without upgrading, as the readers always did."""
     if not cfg.read_dsn:
         return connect_db(cfg, upgrade=False)
-    from dataclasses import replace
-
-    return connect_db(replace(cfg, dsn=cfg.read_dsn), upgrade=False)
+    return connect_db(cfg.replace(dsn=cfg.read_dsn), upgrade=False)
 
 
 def read_lag(cfg: Config, conn: Any) -> float | None:

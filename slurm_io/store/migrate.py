@@ -176,21 +176,39 @@ _STATE_SQL_OLD = ("SELECT coalesce(max(version), 0), coalesce(max(version) "
 
 
 def read_state(conn: psycopg.Connection, directory: Path | None = None) -> SchemaState:
-    """The database's schema beside this release's, in one short read."""
+    """The database's schema beside this release's, in one short read.
+
+    Why one round trip: every command reads it at connect, before a person's `jobio JOBID`
+    answers (issue 25, start-up). A database with the table and its writers_from column
+    (every one upgraded by a release that records writers-from) answers one pipelined
+    BEGIN, SELECT, COMMIT; an older or empty one fails that and takes the careful path
+    (which asks first)."""
     release = schema_version(directory)
     try:
-        with conn.transaction():
-            if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+        try:
+            with conn.pipeline(), conn.transaction():
+                cur = conn.execute(_STATE_SQL, (release,))
+            row = cur.fetchone()
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):
+            row = _read_state_asking(conn, release)
+            if row is None:
                 return SchemaState(0, release, 0)
-            has_column = conn.execute(
-                "SELECT 1 FROM pg_attribute WHERE attrelid = 'schema_migrations'::regclass "
-                "AND attname = 'writers_from' AND NOT attisdropped").fetchone() is not None
-            row = conn.execute(_STATE_SQL if has_column else _STATE_SQL_OLD,
-                               (release,)).fetchone()
     except psycopg.errors.InsufficientPrivilege:  # a role the site gave no read of it
         return SchemaState(release, release, 0)  # unknown: the queries will tell
     assert row is not None
     return SchemaState(int(row[0]), release, int(row[1]))
+
+
+def _read_state_asking(conn: psycopg.Connection, release: int) -> tuple[Any, ...] | None:
+    """(version, writers_from) of a database that may lack the table (None) or the column."""
+    with conn.transaction():
+        if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+            return None
+        has_column = conn.execute(
+            "SELECT 1 FROM pg_attribute WHERE attrelid = 'schema_migrations'::regclass "
+            "AND attname = 'writers_from' AND NOT attisdropped").fetchone() is not None
+        return conn.execute(_STATE_SQL if has_column else _STATE_SQL_OLD,
+                            (release,)).fetchone()
 
 
 def mismatch(state: SchemaState, release_name: str) -> str | None:

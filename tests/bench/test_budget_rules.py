@@ -9,7 +9,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.budget_rules import BEGIN, END, FIGURES, markdown, table, verdict  # noqa: E402
+from bench.budget_rules import (  # noqa: E402
+    BEGIN,
+    END,
+    FIGURES,
+    markdown,
+    merged,
+    table,
+    verdict,
+)
 
 
 def test_lower_is_better_figure() -> None:
@@ -49,3 +57,22 @@ def test_markdown_is_one_row_per_measured_figure_between_markers() -> None:
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "---" not in ln]
     assert rows[1:] == ["| exporter scrape (GET /metrics), median | s | 0.28 | ≤ 1 |",
                         "| hook, everything down, median | ms | 31.0 | ≤ 200 |"]
+
+
+def test_an_update_of_some_groups_keeps_the_other_committed_figures() -> None:
+    """`budget.py --only service,startup --update` replaces those figures alone, and the
+    table says when they were measured again."""
+    committed = {"measured": "2026-11-25 19:39 UTC", "machine": "m", "load": 1.9,
+                 "load_after": 2.2, "small": False,
+                 "figures": {"hook": 27.6, "service_p99": 41.9, "startup_client": 1.67}}
+    run = {"measured": "2026-11-25 23:30 UTC", "machine": "m", "load": 5.0,
+           "load_after": 6.0, "small": False,
+           "figures": {"service_p99": 90.0, "startup_client": 1.4}}
+    doc = merged(committed, run, {"service", "startup"})
+    assert doc["figures"] == {"hook": 27.6, "service_p99": 90.0, "startup_client": 1.4}
+    assert doc["measured"] == "2026-11-25 19:39 UTC"
+    assert doc["updates"] == [{"groups": "service,startup", "measured": "2026-11-25 23:30 UTC",
+                               "load": 5.0, "load_after": 6.0}]
+    assert "service,startup measured again 2026-11-25 23:30 UTC, load 5.0" in markdown(doc)
+    again = merged(doc, {**run, "measured": "later"}, {"service", "startup"})
+    assert [u["measured"] for u in again["updates"]] == ["later"]  # not listed twice

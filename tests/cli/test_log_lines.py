@@ -1,6 +1,6 @@
 """Logs are a door (docs/security.md): whatever text a record's arguments hold -- a job name,
 a request path, an exception message a user's input shaped -- the `jobio` log formatter
-(cli/app.OneLineRecords, on every daemon's stderr) writes one line per record, and a
+(cli/logs.OneLineRecords, on every daemon's stderr) writes one line per record, and a
 traceback only on lines marked `  | `, so that no user text can start a false record."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_io.cli.app import OneLineRecords
+from slurm_io.cli.logs import OneLineRecords
 
 RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ [\w.]+: ")
 

@@ -303,3 +303,33 @@ def test_usage_table_through_the_service_is_the_local_table(service: Service) ->
     assert local.returncode == 0, local.stderr
     assert "by id class:" in remote.stdout and "where the I/O went" in remote.stdout
     assert remote.stdout == local.stdout
+
+
+def test_an_answer_says_where_its_service_time_went(service: Service) -> None:
+    """Server-Timing: `app` for every answer; an authenticated one adds its parts, `prep`
+    (credential, until queued), `wait` (in the uid's fair queue) and `run` (in a worker),
+    which add up to `app` (docs/service.md)."""
+    import ssl
+
+    target = "/v1/show?jobid=8101"
+    good = subprocess.run(
+        [RUNUSER, "-u", "alice", "--", "munge", "-S", service.sock],
+        input=request_payload("GET", target, b""), capture_output=True, check=True,
+    ).stdout.decode().strip()
+    context = ssl.create_default_context(cafile=str(service.ca))
+    req = urllib.request.Request(f"{service.url}{target}",
+                                 headers={"Authorization": f"MUNGE {good}"})
+    with urllib.request.urlopen(req, context=context) as resp:
+        assert json.loads(resp.read())["jobs"]
+        timing = resp.headers["Server-Timing"]
+    parts = dict(m.strip().split(";dur=") for m in timing.split(","))
+    assert list(parts) == ["app", "prep", "wait", "run"], timing
+    ms = {k: float(v) for k, v in parts.items()}
+    assert all(v >= 0 for v in ms.values()), timing
+    assert abs(ms["prep"] + ms["wait"] + ms["run"] - ms["app"]) < 0.05, timing
+    with pytest.raises(urllib.error.HTTPError) as e:  # refused before any queue: app alone
+        urllib.request.urlopen(urllib.request.Request(f"{service.url}{target}"),
+                               context=context)
+    assert e.value.code == 401
+    assert e.value.headers["Server-Timing"].startswith("app;dur=")
+    assert "," not in e.value.headers["Server-Timing"]

@@ -149,3 +149,34 @@ def test_writers_from_is_read_from_the_migrations_header(tmp_path: Path) -> None
     assert migrate.mismatch(migrate.SchemaState(3, 2, 2), "x") is None
     assert "upgrade slurm-io" in (migrate.mismatch(migrate.SchemaState(3, 2, 3), "x") or "")
     assert "jobio db upgrade" in (migrate.mismatch(migrate.SchemaState(1, 2, 0), "x") or "")
+
+
+def test_the_state_is_read_alike_from_empty_old_and_current_databases(
+        empty_db_dsn: str) -> None:
+    """read_state asks a current database in one pipelined round trip (start-up, issue 25)
+    and falls back for the others: no table, a table from before writers_from, a role that
+    may not read it. Each answers as before, and the connection is left usable."""
+    with psycopg.connect(empty_db_dsn) as conn:  # not autocommit, as the commands connect
+        assert migrate.read_state(conn) == migrate.SchemaState(0, RELEASE, 0)
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+                     "name text NOT NULL)")
+        conn.execute("INSERT INTO schema_migrations VALUES (1, '0001_core'), (%s, 'future')",
+                     (RELEASE + 1,))
+        conn.commit()
+        # no writers_from column: a newer migration recorded by such a release is breaking
+        assert migrate.read_state(conn) == migrate.SchemaState(RELEASE + 1, RELEASE,
+                                                                RELEASE + 1)
+        conn.execute("ALTER TABLE schema_migrations ADD COLUMN writers_from integer")
+        conn.execute("UPDATE schema_migrations SET writers_from = 1")
+        conn.execute("DROP ROLE IF EXISTS jobio_test_noread")
+        conn.execute("CREATE ROLE jobio_test_noread")
+        conn.commit()
+        assert migrate.read_state(conn) == migrate.SchemaState(RELEASE + 1, RELEASE, 1)
+        conn.execute("SET ROLE jobio_test_noread")
+        # unknown: taken as this release's (the queries will tell)
+        assert migrate.read_state(conn) == migrate.SchemaState(RELEASE, RELEASE, 0)
+        conn.execute("RESET ROLE")
+        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (2,)
+        conn.rollback()
+        conn.execute("DROP ROLE jobio_test_noread")
+        conn.commit()
