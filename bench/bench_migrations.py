@@ -232,7 +232,8 @@ def _lock_poller(dsn: str, pid: int, seen: dict[str, str], stop: threading.Event
         while not stop.is_set():
             for rel, mode in conn.execute(
                     "SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON "
-                    "c.oid = l.relation WHERE l.pid = %s AND l.granted", (pid,)):
+                    "c.oid = l.relation WHERE l.pid = %s AND l.granted AND c.relkind IN ('r', 'p')",
+                    (pid,)):
                 name = "jobstats_delta" if rel.startswith(partitions.PREFIX) else rel
                 if name in WATCHED and MODES.index(mode) > MODES.index(seen.get(name, MODES[0])):
                     seen[name] = mode
