@@ -49,6 +49,7 @@ from psycopg import sql
 from slurm_io.store import migrate, partitions
 
 WRITER = "bench-migrations"
+WRITER_JOBS = 9_000_000  # the writer's job ids: none of the source's (bench_show: 2,000,000+)
 LAST_DAY = 1_790_000_000.0 + 29 * 86400  # bench_show's T0 + 29 days: a day with partitions
 # lock modes, weakest first; from SHARE on, a mode conflicts with ROW EXCLUSIVE (INSERT/COPY)
 MODES = ("AccessShareLock", "RowShareLock", "RowExclusiveLock", "ShareUpdateExclusiveLock",
@@ -130,7 +131,7 @@ def fill(src: psycopg.Connection, dst: psycopg.Connection, done: set[str],
                                                        sql.Identifier(table)), (seq[0],))
         src.commit()
         filled.append(table)
-    dst.execute("ANALYZE")
+        dst.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
     return filled
 
 
@@ -166,11 +167,11 @@ def writer(args: argparse.Namespace) -> None:
         pairs = []
         for i in range(args.rows):
             node = f"c{i % 2000:04d}"
-            rid = f"{2_000_000 + i}:{1000 + i % 300}:{node}"
+            rid = f"{WRITER_JOBS + i}:{1000 + i % 300}:{node}"
             st = ByteStats(10, 4096, 1 << 20, 10 << 20, None, None)
             pairs.append((Delta(f"scratch-OST{i % 16:04x}", rid, rid, t - 120, t, t - 5,
                                 {"write_bytes": 10}, {"write_bytes": st}, 0),
-                          JobId(IdClass.EXACT, 2_000_000 + i, 1000 + i % 300, node, None,
+                          JobId(IdClass.EXACT, WRITER_JOBS + i, 1000 + i % 300, node, None,
                                 False)))
         batch = Batch(WRITER, seq, t, (), pairs, len(pairs), 0, 0, 0)
         t0 = time.time()
@@ -329,7 +330,7 @@ def report(conn: psycopg.Connection, steps: list[dict], calls: list[dict]) -> No
     stored = conn.execute("SELECT coalesce(sum(n_rows), 0) FROM ingest_batch WHERE collector "
                           "= %s", (WRITER,)).fetchone()
     rows = conn.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end >= to_timestamp(%s)"
-                        " AND raw_id LIKE '2%%'", (LAST_DAY,)).fetchone()
+                        " AND job >= %s", (LAST_DAY, WRITER_JOBS)).fetchone()
     print(f"writer rows acknowledged {acked:,}, in ingest_batch {stored[0] if stored else 0:,}"
           f", in jobstats_delta (its days) {rows[0] if rows else 0:,}; errors: "
           f"{'; '.join(errors) or 'none'}")

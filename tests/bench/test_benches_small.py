@@ -109,6 +109,21 @@ def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:
     assert (tmp_path / "daily" / "index.html").is_file()
 
 
+def test_bench_migrations_small(pg_dsn: str, show_db: str) -> None:
+    """Every migration applied to a copy of the small build's data with a writer running:
+    each one printed with its time, and every row the writer was told stored is stored."""
+    from slurm_io.store import migrate
+
+    out = bench("bench/bench_migrations.py", "--dsn", pg_dsn, "--source-db", "small_bench_show",
+                "--db", "small_bench_migrations", "--ingest-batches", "2000", "--interval",
+                "0.3", "--rows", "200")
+    for m in migrate.available():
+        assert re.search(rf"^{m.name} +[\d.]+ +\d+ / +\d+  ", out, re.M), out
+    done = re.search(r"writer rows acknowledged ([\d,]+), in ingest_batch ([\d,]+), in "
+                     r"jobstats_delta \(its days\) ([\d,]+); errors: none", out)
+    assert done and done[1] == done[2] == done[3] and done[1] != "0", out
+
+
 def test_bench_exporter_latency_small(pg_dsn: str) -> None:
     out = bench("bench/bench_exporter.py", "latency", "--dsn", pg_dsn, "--runs", "1")
     assert re.search(r"run 1: data landed -> mail accepted [\d.]+ s", out), out
