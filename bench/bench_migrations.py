@@ -21,9 +21,9 @@ Meanwhile a second process (`writer`) writes like a collector every `--interval`
 it writes (sql/0014), before that the same statements with the columns of the schema (what
 the release of that time sent); and it reads like `jobio show` (one job's deltas). Printed
 per migration: its wall time, the strongest locks it held on the tables writers and readers
-use (pg_locks of its backend, polled every 5 ms), and the longest write and read that
-overlapped it beside the median one outside any migration: the excess is the wait. At the
-end: the writer's rows acknowledged vs stored (nothing lost).
+use (pg_locks of its backend, polled every 5 ms) and how long each was seen held, and the
+longest write and read that overlapped it beside the median one outside any migration: the
+excess is the wait. At the end: the writer's rows acknowledged vs stored (nothing lost).
 """
 
 from __future__ import annotations
@@ -227,17 +227,25 @@ def _old_write(conn: psycopg.Connection, batch: object) -> None:
 # -- the run ------------------------------------------------------------------------------
 
 
-def _lock_poller(dsn: str, pid: int, seen: dict[str, str], stop: threading.Event) -> None:
-    """Record the strongest lock `pid` holds on each watched table until `stop`."""
+def _lock_poller(dsn: str, pid: int, seen: dict[str, tuple[str, float, float]],
+                 stop: threading.Event) -> None:
+    """Record the strongest lock `pid` holds on each watched table until `stop`, with when
+    it was first and last seen held (how long writers that conflict with it wait, at most)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         while not stop.is_set():
+            now = time.time()
             for rel, mode in conn.execute(
                     "SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON "
                     "c.oid = l.relation WHERE l.pid = %s AND l.granted AND c.relkind IN ('r', 'p')",
                     (pid,)):
                 name = "jobstats_delta" if rel.startswith(partitions.PREFIX) else rel
-                if name in WATCHED and MODES.index(mode) > MODES.index(seen.get(name, MODES[0])):
-                    seen[name] = mode
+                if name not in WATCHED:
+                    continue
+                old = seen.get(name, (MODES[0], now, now))
+                if MODES.index(mode) > MODES.index(old[0]):
+                    seen[name] = (mode, now, now)
+                elif mode == old[0]:
+                    seen[name] = (mode, old[1], now)
             stop.wait(0.005)
 
 
@@ -273,7 +281,7 @@ def run(args: argparse.Namespace) -> None:
                                          "--interval", str(args.interval),
                                          "--rows", str(args.rows)])
                 time.sleep(3 * args.interval)
-            locks: dict[str, str] = {}
+            locks: dict[str, tuple[str, float, float]] = {}
             halt = threading.Event()
             poller = threading.Thread(target=_lock_poller, args=(
                 dsn, conn.info.backend_pid, locks, halt))
@@ -318,9 +326,9 @@ def report(conn: psycopg.Connection, steps: list[dict], calls: list[dict]) -> No
     for s in steps:
         longest = {k: max([c["t1"] - c["t0"] for c in calls if c["kind"] == k and inside(c, s)]
                           or [0.0]) for k in ("write", "read")}
-        held = ", ".join(f"{t} {mode.removesuffix('Lock')}"
+        held = ", ".join(f"{t} {mode.removesuffix('Lock')} {t1 - t0:.1f} s"
                          + (" (blocks writers)" if mode in BLOCKS_WRITERS else "")
-                         for t, mode in sorted(s["locks"].items())
+                         for t, (mode, t0, t1) in sorted(s["locks"].items())
                          if MODES.index(mode) > MODES.index("RowExclusiveLock"))
         print(f"{s['name']:34} {s['t1'] - s['t0']:8.2f}  "
               f"{longest['write'] * 1000:11.0f} / {longest['read'] * 1000:10.0f}  "

@@ -27,11 +27,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import time
 import zlib
 from pathlib import Path
 from typing import NamedTuple
 
+from slurm_io import clock
 from slurm_io.fsutil import durable_replace
 
 FOLDER = "kept"
@@ -142,7 +142,7 @@ class Kept:
         newest (of the current database); folders of other databases go once all their files
         are older. Scans at most once a minute (a listing of a few thousand names), or a
         tenth of a shorter window. Returns the files removed."""
-        now = time.time() if now is None else now
+        now = clock.now() if now is None else now
         window = self.window if window is None else window
         if not force and now - self._pruned_at < min(PRUNE_EVERY, self.window / 10):
             return 0
