@@ -198,18 +198,23 @@ def _write(out: Path, rows: list[dict[str, float]]) -> None:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    _plot(out, rows)
+
+
+def _plot(out: Path, rows: list[dict[str, float]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     day = [r["sim_day"] for r in rows]
+    live = rows[:-1]  # the last sample is taken after the daemons stopped
     fig, ax = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
     for key in rows[0]:
         if key.endswith("_rss"):
-            ax[0][0].plot(day, [r[key] / 1e6 for r in rows], label=key[:-4])
+            ax[0][0].plot(day[:-1], [r[key] / 1e6 for r in live], label=key[:-4])
         if key.endswith("_fds"):
-            ax[0][1].plot(day, [r[key] for r in rows], label=key[:-4])
+            ax[0][1].plot(day[:-1], [r[key] for r in live], label=key[:-4])
     ax[0][0].set_title("RSS (MB)")
     ax[0][1].set_title("open files")
     ax[1][0].plot(day, [r["db_bytes"] / 1e6 for r in rows], label="database")
@@ -269,7 +274,17 @@ def main() -> None:
     ap.add_argument("--retention", default="7d")
     ap.add_argument("--sample", type=float, default=10.0, help="wall s between samples")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "soak"))
-    sys.exit(run(ap.parse_args()))
+    ap.add_argument("--replot", action="store_true",
+                    help="only draw OUT/soak.png again from OUT/soak.csv and print the bounds")
+    args = ap.parse_args()
+    if args.replot:
+        with (Path(args.out) / "soak.csv").open() as f:
+            rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+        _plot(Path(args.out), rows)
+        sys.exit(_judge(rows, [k[:-4] for k in rows[0] if k.startswith("oss")
+                               and k.endswith("_rss")],
+                        [k[:-4] for k in rows[0] if k.endswith("_rss")]))
+    sys.exit(run(args))
 
 
 if __name__ == "__main__":
