@@ -129,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
                                            stdout=subprocess.DEVNULL,
                                            stderr=logs["exporter"].open("w"))
     logs["prune"] = out / "prune.log"
+    _wait_for(f"http://127.0.0.1:{port}/metrics")  # errors count once it answered
     rows: list[dict[str, float]] = []
     end_wall = wall0 + args.days * DAY / args.speed
     pruned_day = 0
@@ -166,6 +167,20 @@ def run(args: argparse.Namespace) -> int:
     rows.append(_sample(dsn, out, names, daemons, logs, sim, wall0, scrape_errors))
     _write(out, rows)
     return _judge(rows, names, list(daemons))
+
+
+def _wait_for(url: str, timeout: float = 120.0) -> None:
+    """Until `url` answers (the exporter started): a loaded box takes seconds to import it."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                r.read()
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess.Popen],
