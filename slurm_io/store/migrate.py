@@ -118,10 +118,11 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("upgrade() needs a connection with no transaction in progress")
     migrations = available(directory)
-    if _up_to_date(conn, migrations) and not _unfinished_indexes(conn):
+    up_to_date = _up_to_date(conn, migrations)
+    if up_to_date and not _unfinished_indexes(conn):
         return []  # no DDL at all: users and collectors without CREATE rights get here
     applied: list[str] = []
-    for migration in migrations:
+    for migration in [] if up_to_date else migrations:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
             for name, value in (settings or {}).items():
@@ -164,6 +165,8 @@ def _complete_indexes(conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
         try:
             online_index.complete(conn)
+        except psycopg.errors.InsufficientPrivilege:
+            pass  # a role that may not build indexes: the owner's `jobio db upgrade` will
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
     finally:

@@ -120,3 +120,22 @@ def test_an_interrupted_build_is_finished_by_the_next_upgrade(
         assert set(children) == _partitions(conn)
         assert children[first] == "kept_by_hand"
         assert conn.execute("SELECT to_regclass('broken')").fetchone() == (None,)
+
+
+def test_a_role_that_may_not_build_indexes_leaves_them_to_the_owner(
+        db_dsn: str, tmp_path: Path) -> None:
+    """A writer that calls upgrade (the commands that upgrade first) while an index is still
+    to be built is not failed by it: the owner's next `jobio db upgrade` builds it."""
+    directory = _migrations_with(tmp_path, INDEX_SQL)
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        _rows(conn, 2)
+        with conn.transaction():
+            conn.execute(INDEX_SQL)
+            conn.execute("INSERT INTO schema_migrations (version, name, writers_from) "
+                         "VALUES (9001, '9001_test_index', 9001)")
+        conn.execute("SET ROLE jobio_collector")
+        assert migrate.upgrade(conn, directory) == []
+        conn.execute("RESET ROLE")
+        assert not _valid(conn, "test_uid_idx")
+        assert migrate.upgrade(conn, directory) == []
+        assert _valid(conn, "test_uid_idx")
