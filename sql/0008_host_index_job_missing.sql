@@ -17,8 +17,9 @@
 -- the migration commits, so the new index is created `ON ONLY` the parent (no build here:
 -- this transaction lasts milliseconds) and `jobio db upgrade` builds each partition's index
 -- CONCURRENTLY after it (slurm_io/store/online_index.py); before this, building every
--- partition's index here made collectors wait for a scan of the whole table (7 s on
--- bench_show's 30 days, 2,000 nodes: bench/README.md, "Migrations").
+-- partition's index here made collectors wait for a scan of the whole table (1.2 s on
+-- bench_show's 30 days of 2,000 nodes, growing with the table: bench/README.md,
+-- "Migrations"). The DROP INDEX still takes ACCESS EXCLUSIVE on every partition until commit.
 DROP INDEX jobstats_delta_host_ts;
 CREATE INDEX jobstats_delta_host_ts ON ONLY jobstats_delta (host_id, ts_end, uid)
     WHERE id_class = 5;
