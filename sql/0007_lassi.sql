@@ -73,8 +73,10 @@ CREATE TABLE lassi_day (
 
 -- `jobio top`: the rows of one collector interval. Rows arrive in ts_end order, so a small
 -- BRIN index finds them in a few pages and costs next to nothing at ingest (created on every
--- partition, and on the ones attached later).
-CREATE INDEX jobstats_delta_ts_brin ON jobstats_delta USING brin (ts_end)
+-- partition, and on the ones attached later). `ON ONLY`: on a populated database `jobio db
+-- upgrade` builds the partitions' BRIN indexes CONCURRENTLY after this migration commits
+-- (slurm_io/store/online_index.py) instead of under a SHARE lock that stops every COPY.
+CREATE INDEX jobstats_delta_ts_brin ON ONLY jobstats_delta USING brin (ts_end)
     WITH (pages_per_range = 16);
 
 -- Privacy as for job_io (sql/0004_privacy.sql): users see the hours of their own jobs; the

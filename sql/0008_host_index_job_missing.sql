@@ -13,9 +13,13 @@
 --
 -- The recovery query states `id_class = 5` as a constant so that the planner can match this
 -- predicate (a bound parameter would hide it from a generic plan).
--- On a populated database the migration builds the index of every partition, and DROP INDEX
--- holds an ACCESS EXCLUSIVE lock on jobstats_delta until it commits: readers and writers wait
--- for that build (one scan of the table; the new index holds a few % of the rows).
+-- On a populated database DROP INDEX holds an ACCESS EXCLUSIVE lock on jobstats_delta until
+-- the migration commits, so the new index is created `ON ONLY` the parent (no build here:
+-- this transaction lasts milliseconds) and `jobio db upgrade` builds each partition's index
+-- CONCURRENTLY after it (slurm_io/store/online_index.py); before this, building every
+-- partition's index here made collectors wait for a scan of the whole table (1.2 s on
+-- bench_show's 30 days of 2,000 nodes, growing with the table: bench/README.md,
+-- "Migrations"). The DROP INDEX still takes ACCESS EXCLUSIVE on every partition until commit.
 DROP INDEX jobstats_delta_host_ts;
-CREATE INDEX jobstats_delta_host_ts ON jobstats_delta (host_id, ts_end, uid)
+CREATE INDEX jobstats_delta_host_ts ON ONLY jobstats_delta (host_id, ts_end, uid)
     WHERE id_class = 5;

@@ -32,8 +32,8 @@ PACKAGE = ROOT / "slurm_io"
 # Bottom to top. The same table is in docs/architecture.md ("Layers").
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("leaves", (
-        "slurm_io", "model", "counter_names", "text", "timeparse", "paths", "fsutil", "procs",
-        "munge_lib", "config", "timebuckets",
+        "slurm_io", "model", "counter_names", "text", "timeparse", "clock", "paths", "fsutil",
+        "procs", "munge_lib", "config", "timebuckets",
     )),
     ("pure core", (
         "parse", "repair", "delta", "simulate",

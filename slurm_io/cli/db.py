@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import click
 
+from slurm_io import clock
 from slurm_io.cli.app import JobioError, connect_db, main
 from slurm_io.config import Config
 
@@ -58,7 +58,7 @@ def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--results-older-than"
                                  if results_older_than else "retention.results") from e
-    now = time.time()
+    now = clock.now()
     with connect_db(cfg) as conn:
         unattributed = retention.unattributed_before(conn, now - raw)
         dropped = partitions.prune(conn, raw, now)

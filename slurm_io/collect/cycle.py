@@ -42,6 +42,7 @@ def run_cycle(
 ) -> CycleResult:
     by_class: Counter[str] = Counter()
     n_repaired = n_unattr = 0
+    classify.rotate()  # ids of jobs long gone leave the cache (repair/jobid.py)
     entries = chain.from_iterable(parsed.targets.values())
     jids = Counter(classify.many(map(_JOB_ID, entries)))
     for jid, n in jids.items():

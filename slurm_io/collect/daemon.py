@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from slurm_io import clock
 from slurm_io.collect.collector import Collector, LocalStorageError
 from slurm_io.collect.cycle import CycleResult
 from slurm_io.collect.gc_policy import CycleGC
@@ -195,7 +196,8 @@ class LiveDaemon:
         flush(self.spool, self.link, [self.collector])
         while not self.stop.stopped:
             if not self.once:
-                delay = next_tick(time.time(), self.interval) - time.time()
+                now = clock.now()
+                delay = clock.wall_seconds(next_tick(now, self.interval) - now)
                 if self.stop.event.wait(max(0.0, delay)):
                     break
             ok = self._run_cycle()

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from slurm_io import procs
+from slurm_io import clock, procs
 from slurm_io.model import Entry, ParseResult
 from slurm_io.parse.jobstats import MAX_TIME, Parser
 from slurm_io.text import clean
@@ -42,11 +42,11 @@ def read_lctl(command: str, timeout: float,
     The read time is taken when the command starts: that is when the counters are sampled.
     """
     argv = shlex.split(command)
-    t = time.time()
+    t, started = clock.now(), time.time()  # the read's time; the timeout's start (wall)
     parser = Parser(previous=previous)
     try:
         # bytes: the parser works on lctl's bytes (no decode/encode of hundreds of MB)
-        for piece in procs.stream(argv, timeout=timeout, piece=READ_PIECE, started=t):
+        for piece in procs.stream(argv, timeout=timeout, piece=READ_PIECE, started=started):
             parser.feed(piece)
     except OSError as e:
         raise LctlError(f"cannot run {argv[0]!r}: {e}") from e

@@ -197,12 +197,32 @@ def _candidates(job_id: str, formats: Iterable[_Format]) -> list[tuple[str, bool
 
 
 class ClassifyCache:
-    """Memoises `classify` per raw id: ids repeat in every read of every target."""
+    """Memoises `classify` per raw id: ids repeat in every read of every target.
+
+    Why generations: a job's ids stop coming once its entries leave lctl, and a collector
+    that runs for months sees millions of jobs; a cache of every id ever read grew its RSS
+    all through the 30-day soak (bench/soak.py, bench/README.md). `rotate()`, called once per
+    read, starts a new generation every ROTATE_EVERY reads: an id is looked up in the
+    current generation, then in the one before (and moved to the current), else classified
+    again. The cache thus holds the ids of the last ROTATE_EVERY to 2 x ROTATE_EVERY reads,
+    i.e. the live entries, whatever the history. `max_size` still bounds one generation.
+    """
+
+    ROTATE_EVERY = 16
 
     def __init__(self, grammar: JobIdGrammar, max_size: int = 1_000_000) -> None:
         self.grammar = grammar
         self._cache: dict[str, JobId] = {}
+        self._old: dict[str, JobId] = {}
         self._max = max_size
+        self._reads = 0
+
+    def rotate(self) -> None:
+        """A read begins: every ROTATE_EVERY reads the current generation becomes the old one
+        and the ids not seen since the generation before it are forgotten."""
+        self._reads += 1
+        if self._reads % self.ROTATE_EVERY == 0:
+            self._old, self._cache = self._cache, {}
 
     def many(self, job_ids: Iterable[str]) -> list[JobId]:
         """Classify many ids; cache hits are looked up in C (map over dict.get)."""
@@ -216,7 +236,13 @@ class ClassifyCache:
     def __call__(self, job_id: str) -> JobId:
         r = self._cache.get(job_id)
         if r is None:
+            r = self._old.get(job_id)
+            if r is None:
+                r = self.grammar.classify(job_id)
             if len(self._cache) >= self._max:
                 self._cache.clear()
-            r = self._cache[job_id] = self.grammar.classify(job_id)
+            self._cache[job_id] = r
         return r
+
+    def __len__(self) -> int:
+        return len(self._cache) + len(self._old)

@@ -32,6 +32,7 @@ import zlib
 from pathlib import Path
 from typing import NamedTuple
 
+from slurm_io import clock
 from slurm_io.fsutil import durable_replace
 
 FOLDER = "kept"
@@ -142,9 +143,12 @@ class Kept:
         newest (of the current database); folders of other databases go once all their files
         are older. Scans at most once a minute (a listing of a few thousand names), or a
         tenth of a shorter window. Returns the files removed."""
+        # ages are mtimes, on the wall clock; the window and the scan interval are on the
+        # daemons' (slurm_io/clock.py: the same unless a soak compresses it)
         now = time.time() if now is None else now
-        window = self.window if window is None else window
-        if not force and now - self._pruned_at < min(PRUNE_EVERY, self.window / 10):
+        window = clock.wall_seconds(self.window if window is None else window)
+        if not force and now - self._pruned_at < clock.wall_seconds(
+                min(PRUNE_EVERY, self.window / 10)):
             return 0
         self._pruned_at = now
         removed = 0

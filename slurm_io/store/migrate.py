@@ -14,6 +14,12 @@ schema_migrations.writers_from by the release that applies it), else it refuses 
 (SchemaMismatch; the collector spools). A migration without the line is taken as breaking
 every older writer: adding a table or an index is compatible and says so, dropping or
 renaming a column a writer fills is not.
+
+Migrations on a site's data (docs/storage.md, "Migrations on a populated database"): an index
+of jobstats_delta is created `ON ONLY` the parent in the migration, and `upgrade` builds the
+partitions' indexes CONCURRENTLY after the migrations committed (store/online_index.py), so
+collectors never wait for a scan of the table; tests/store/test_migration_rules.py holds
+sql/ to the rules.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import psycopg
 from psycopg import pq
 
 from slurm_io.paths import sql_dir
+from slurm_io.store import online_index
 
 # Arbitrary constant naming "slurm-io schema migrations" in pg_advisory_xact_lock's key space.
 MIGRATION_LOCK_KEY = 0x5C10_0001
@@ -111,10 +118,11 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("upgrade() needs a connection with no transaction in progress")
     migrations = available(directory)
-    if _up_to_date(conn, migrations):
+    up_to_date = _up_to_date(conn, migrations)
+    if up_to_date and not _unfinished_indexes(conn):
         return []  # no DDL at all: users and collectors without CREATE rights get here
     applied: list[str] = []
-    for migration in migrations:
+    for migration in [] if up_to_date else migrations:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
             for name, value in (settings or {}).items():
@@ -135,7 +143,34 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
                 (migration.version, migration.name, migration.writers_from()),
             )
         applied.append(migration.name)
+    _complete_indexes(conn)
     return applied
+
+
+def _unfinished_indexes(conn: psycopg.Connection) -> bool:
+    """Whether a partitioned index created `ON ONLY` still lacks a partition's index."""
+    with conn.transaction():
+        return bool(online_index.pending(conn))
+
+
+def _complete_indexes(conn: psycopg.Connection) -> None:
+    """Build the partition indexes that migrations left to be built CONCURRENTLY
+    (store/online_index.py), outside any transaction, under the migration lock held for the
+    session so that concurrent upgraders do not build the same index twice."""
+    if not _unfinished_indexes(conn):
+        return
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        try:
+            online_index.complete(conn)
+        except psycopg.errors.InsufficientPrivilege:
+            pass  # a role that may not build indexes: the owner's `jobio db upgrade` will
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+    finally:
+        conn.autocommit = autocommit
 
 
 def _up_to_date(conn: psycopg.Connection, migrations: list[Migration]) -> bool:

@@ -109,6 +109,40 @@ def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:
     assert (tmp_path / "daily" / "index.html").is_file()
 
 
+def test_bench_migrations_small(pg_dsn: str, show_db: str) -> None:
+    """Every migration applied to a copy of the small build's data with a writer running:
+    each one printed with its time, and every row the writer was told stored is stored."""
+    from slurm_io.store import migrate
+
+    out = bench("bench/bench_migrations.py", "--dsn", pg_dsn, "--source-db", "small_bench_show",
+                "--db", "small_bench_migrations", "--ingest-batches", "2000", "--interval",
+                "0.3", "--rows", "200")
+    for m in migrate.available():
+        assert re.search(rf"^{m.name} +[\d.]+ +\d+ / +\d+  ", out, re.M), out
+    done = re.search(r"writer rows acknowledged ([\d,]+), in ingest_batch ([\d,]+), in "
+                     r"jobstats_delta \(its days\) ([\d,]+); errors: none", out)
+    assert done and done[1] == done[2] == done[3] and done[1] != "0", out
+
+
+def test_soak_small(pg_dsn: str, tmp_path: Path) -> None:
+    """bench/soak.py for two simulated days (its fake lctl, bench/soak_lctl.py, generating
+    the reads): the collectors' rows all stored, the spool empty, no error logged, the CSV
+    and the plot written. The RSS bound it also prints is the long run's to judge."""
+    proc = subprocess.run([sys.executable, "bench/soak.py", "--dsn", pg_dsn, "--db",
+                           "small_soak", "--days", "2", "--speed", "2880", "--entries", "40",
+                           "--sample", "3", "--out", str(tmp_path / "soak")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, check=False)
+    out = proc.stdout
+    done = re.search(r"rows stored ([\d,]+), expected ([\d,]+); spool at the end (\d+) bytes;"
+                     r" kept [\d.]+ MB; errors (\d+)", out)
+    assert done, f"{out[-3000:]}\n{proc.stderr[-3000:]}"
+    assert done[1] == done[2] and done[1] != "0" and done[3] == "0" and done[4] == "0", out
+    for name in ("oss01", "oss02", "oss03", "exporter"):
+        assert re.search(rf"^{name}: RSS first day [\d.]+ MB, peak", out, re.M), out
+    assert (tmp_path / "soak" / "soak.png").stat().st_size > 10_000
+    assert len((tmp_path / "soak" / "soak.csv").read_text().splitlines()) > 5
+
+
 def test_bench_exporter_latency_small(pg_dsn: str) -> None:
     out = bench("bench/bench_exporter.py", "latency", "--dsn", pg_dsn, "--runs", "1")
     assert re.search(r"run 1: data landed -> mail accepted [\d.]+ s", out), out

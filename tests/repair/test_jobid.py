@@ -100,6 +100,22 @@ def test_cache_returns_the_grammar_result():
         assert c(raw) == G.classify(raw)
 
 
+def test_the_cache_holds_the_ids_of_recent_reads_not_every_id_ever_read():
+    """A collector's months of jobs: each read names the jobs of its time; ids not read for
+    two generations leave the cache, the ones still read stay (same results)."""
+    c = ClassifyCache(G)
+    every = ClassifyCache.ROTATE_EVERY
+    sizes = []
+    for read in range(20 * every):
+        c.rotate()
+        ids = [f"{read // 8 * 100 + i}:1000:n{i}" for i in range(100)]  # jobs of 8 reads
+        assert c.many(ids) == [G.classify(i) for i in ids]
+        assert c("system") == G.classify("system")  # read every time: always cached
+        sizes.append(len(c))
+    assert max(sizes) <= 2 * (every // 8 + 1) * 100 + 2
+    assert max(sizes[-every:]) == max(sizes[2 * every:3 * every])  # flat, not growing
+
+
 @given(st.integers(1, 10**9), st.integers(0, 10**8), st.from_regex(r"[a-z][a-z0-9]{0,10}",
                                                                     fullmatch=True))
 def test_well_formed_ids_round_trip(job, uid, host):

@@ -84,3 +84,21 @@ def test_the_gap_of_a_restored_database_is_what_to_send_again_and_what_is_lost()
     assert gap(4, [3, 4, 5, 6]) == Gap([5, 6], None)  # all kept: nothing lost
     assert gap(2, [7, 8]) == Gap([7, 8], (3, 6))  # 3..6 were pruned: lost
     assert gap(0, [9]) == Gap([9], (1, 8))  # restored from before the first batch
+
+
+def test_on_a_compressed_clock_the_window_passes_as_fast(tmp_path, monkeypatch):
+    """A soak (bench/soak.py) runs the daemons' clock 1440 times faster (slurm_io/clock.py):
+    a 3-day window is then 180 wall seconds of the files' mtimes."""
+    from slurm_io import clock
+
+    monkeypatch.setenv(clock.ENV, f"1790000000 {time.time()} 1440")
+    clock._compressed.cache_clear()
+    try:
+        kept = Kept(tmp_path, 3 * 86400.0)
+        committed(kept, tmp_path, "oss01", 1, age=200.0)  # 3.3 simulated days ago
+        committed(kept, tmp_path, "oss01", 2, age=100.0)  # 1.7 days
+        committed(kept, tmp_path, "oss01", 3, age=0.0)
+        assert kept.prune(force=True) == 1
+        assert kept.seqs("oss01", DB) == [2, 3]
+    finally:
+        clock._compressed.cache_clear()
