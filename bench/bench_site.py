@@ -207,7 +207,7 @@ def attribute(args: argparse.Namespace) -> None:
         with psycopg.connect(args.dsn) as conn:
             (after,) = conn.execute("SELECT count(*) FROM job_io").fetchone() or (0,)
         print(r.stdout.strip(), r.stderr.strip()[-500:])
-        print(f"jobio attribute --since {args.since}: {wall:.0f} s wall, VmHWM {hwm:.0f} MB, "
+        print(f"jobio attribute --since {args.since}: {wall:.1f} s wall, VmHWM {hwm:.0f} MB, "
               f"exit {r.returncode}; job_io rows {before:,} -> {after:,} "
               f"(load {os.getloadavg()[0]:.2f})", flush=True)
     _with_copier(args, work)
@@ -219,7 +219,7 @@ def daily(args: argparse.Namespace) -> None:
             wall, hwm, r = timed_process([JOBIO, "daily", "--date", args.date, "--recompute",
                                           "--out", out], {"SLURM_IO_DSN": args.dsn}, None)
         print(r.stdout.strip(), r.stderr.strip()[-1500:])
-        print(f"jobio daily --recompute --date {args.date}: {wall:.0f} s wall, VmHWM "
+        print(f"jobio daily --recompute --date {args.date}: {wall:.1f} s wall, VmHWM "
               f"{hwm:.0f} MB, exit {r.returncode} (load {os.getloadavg()[0]:.2f})", flush=True)
     _with_copier(args, work)
 
@@ -279,23 +279,22 @@ def show(args: argparse.Namespace) -> None:
     from slurm_io.report.figures import figures as job_report
 
     with psycopg.connect(args.dsn) as conn:
-        kinds = {
-            "stored": conn.execute("SELECT j.job_raw FROM job j JOIN job_io USING (job) "
-                                   "ORDER BY random() LIMIT %s", (args.sample,)).fetchall(),
-            "not attributed": conn.execute(
-                "SELECT j.job_raw FROM job j LEFT JOIN job_io io USING (job) WHERE io.job IS "
-                "NULL AND j.end_time IS NOT NULL ORDER BY random() LIMIT %s",
-                (args.sample,)).fetchall()}
-    for kind, rows in kinds.items():
+        stored = conn.execute("SELECT j.job_raw, false FROM job j JOIN job_io USING (job) "
+                              "ORDER BY random() LIMIT %s", (args.sample,)).fetchall()
+        any_age = conn.execute("SELECT job_raw, true FROM job WHERE end_time IS NOT NULL "
+                               "ORDER BY random() LIMIT %s", (args.sample,)).fetchall()
+    for kind, rows in (("stored", stored), ("not attributed", any_age)):
         server = []
         with psycopg.connect(args.dsn, cursor_factory=_LoggingCursor) as conn:
-            for (job,) in rows:
-                _LoggingCursor.log = []
+            for job, live in rows:
                 (info,) = find_jobs(conn, str(job))
+                if live:  # as if never attributed: its stored figures out of sight
+                    conn.execute("DELETE FROM job_io WHERE job = %s", (info.job,))
+                _LoggingCursor.log = []
                 job_report(conn, info)
                 queries, _LoggingCursor.log = _LoggingCursor.log, None
                 server.append(sum(_explained_ms(conn, q, p) for q, p in queries))
-                conn.rollback()  # a live show stores nothing here: the next is as cold
+                conn.rollback()  # nothing kept: the database stays as it was
         if server:
             print(f"show server time, {kind}: median {statistics.median(server):.2f} ms, max "
                   f"{max(server):.2f} ms over {len(server)} jobs (load "

@@ -233,15 +233,16 @@ def site_figures(s: Sizes, dsn: str) -> dict[str, float]:
     nodes = grab(r"(\d+) nodes", run(*site, "nodes", "--dsn", dsn))
     copy = run(*site, "copy", "--dsn", dsn, "--nodes", str(int(nodes)),
                "--repeat", str(s.repeat))
+    every = "1" if small else "20"
+    # two days of backlog, stopped (its memory), then the last day's whole backlog
+    attr2 = run(*site, "attribute", "--dsn", dsn, "--day", "all", "--reset",
+                "--stop-after", "5" if small else "240")
+    attr1 = run(*site, "attribute", "--dsn", dsn, "--day", "last", "--reset",
+                "--nodes", str(int(nodes)), "--copy-every", every)
     show = run(*site, "show", "--dsn", dsn, "--sample", str(2 if small else 20))
     top = run(*site, "top", "--dsn", dsn, "--repeat", str(s.repeat))
     scrape = run(PY, str(BENCH / "bench_exporter.py"), "scrape", "--dsn", dsn, "--repeat",
                  str(3 * s.repeat), "--day", "0")
-    every = "1" if small else "20"
-    attr1 = run(*site, "attribute", "--dsn", dsn, "--day", "last", "--reset",
-                "--nodes", str(int(nodes)), "--copy-every", every)
-    attr2 = run(*site, "attribute", "--dsn", dsn, "--day", "all", "--reset",
-                "--stop-after", "5" if small else "240")
     daily = run(*site, "daily", "--dsn", dsn, "--nodes", str(int(nodes)), "--copy-every",
                 every)
     prune = run(*site, "prune", "--dsn", dsn)
@@ -255,12 +256,13 @@ def site_figures(s: Sizes, dsn: str) -> dict[str, float]:
         "site_top_user": grab(r"top --once -g user \(new process\): median ([\d.]+) s", top),
         "site_scrape": grab(r"then median ([\d.]+) s", scrape),
         "site_scrape_series": grab(r"series: (\d+)", scrape),
-        "site_attribute_day": grab(r"jobio attribute --since \S+: (\d+) s wall", attr1),
+        "site_attribute_day": grab(r"jobio attribute --since \S+: ([\d.]+) s wall",
+                                   attr1),
         "site_attribute_jobs": grab(r"attributed (\d+) job", attr1),
         "site_attribute_rss_1day": grab(r"VmHWM (\d+) MB", attr1),
         "site_attribute_rss_2days": grab(r"VmHWM (\d+) MB", attr2),
         "site_copy_attribute": grab(copied, attr1, 3),
-        "site_daily": grab(r"jobio daily --recompute --date \S+: (\d+) s wall", daily),
+        "site_daily": grab(r"jobio daily --recompute --date \S+: ([\d.]+) s wall", daily),
         "site_copy_daily": grab(copied, daily, 3),
         "site_prune": grab(r"jobio db prune of a day: ([\d.]+) s", prune),
     }
