@@ -72,6 +72,8 @@ FIGURES: dict[str, Figure] = {
                                       "MB", None),
     "site_attribute_rss_2days": Figure("site: `jobio attribute` VmHWM, 2 days of backlog",
                                        "MB", None),
+    "site_attribute_rest": Figure("site: `jobio attribute` after a stopped run, the rest",
+                                  "s", None),
     "site_daily": Figure("site: `jobio daily --recompute` of the fullest day", "s", 120),
     "site_prune": Figure("site: `jobio db prune` of a day", "s", 10),
 }
