@@ -114,7 +114,7 @@ class Copier(threading.Thread):
         if not self.times:
             return "copy: none written"
         return (f"copy of one interval ({self.rows:,} rows, write_batch) while it ran: "
-                f"median {statistics.median(self.times):.2f} s, max {max(self.times):.2f} s "
+                f"median {statistics.median(self.times):.3f} s, max {max(self.times):.3f} s "
                 f"over {len(self.times)}")
 
 
