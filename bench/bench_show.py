@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg
 
+from bench import site_density
 from slurm_io.model import Batch, ByteStats, Delta, IdClass, JobId, JobRecord
 
 STATE = Path("/var/tmp/slurm-io-bench")
@@ -37,23 +38,44 @@ PERIOD = 120.0
 T0 = 1_790_000_000.0  # 2026-09-21
 
 
+# The server settings of the site-density database (issue 26 measured with 4 GB of
+# shared_buffers; half of that here: the 2-core, 23 GB box is shared with other sessions)
+SITE_SETTINGS = {"shared_buffers": "2GB", "max_wal_size": "8GB", "work_mem": "64MB"}
+
+
 def dsn_of(args: argparse.Namespace) -> str:
     if args.dsn:
         return args.dsn
     from slurm_io.store.embedded import EmbeddedPostgres
 
-    STATE.mkdir(parents=True, exist_ok=True)
-    os.chmod(STATE, 0o755)
-    return EmbeddedPostgres(STATE).ensure()
+    state = Path(args.state)
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o755)
+    server = EmbeddedPostgres(state)
+    dsn = server.ensure()
+    if args.density == "site":  # a larger server for the large database, set once
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            have = {k: conn.execute(f"SHOW {k}").fetchone()[0] for k in SITE_SETTINGS}
+            if have != SITE_SETTINGS:
+                for k, v in SITE_SETTINGS.items():
+                    conn.execute(f"ALTER SYSTEM SET {k} = '{v}'")
+                restart = True
+            else:
+                restart = False
+        if restart:
+            server.stop()
+            dsn = server.ensure()
+    return dsn
 
 
-def make_jobs(n_jobs: int, days: int, rng: random.Random) -> list[JobRecord]:
+def make_jobs(n_jobs: int, days: int, rng: random.Random, n_nodes: int = N_NODES
+              ) -> list[JobRecord]:
     jobs = []
     span = days * 86400
     for i in range(n_jobs):
         uid = 1000 + rng.randrange(300)
         n = rng.choice((1, 1, 1, 2, 2, 4, 8, 16))
-        first = rng.randrange(N_NODES - n)
+        first = rng.randrange(n_nodes - n)
         nodes = tuple(f"c{k:04d}" for k in range(first, first + n))
         dur = min(48 * 3600, max(300, rng.lognormvariate(8.3, 1.0)))
         start = T0 + rng.random() * (span - dur)
@@ -117,12 +139,29 @@ def build(args: argparse.Namespace) -> None:
     dsn = psycopg.conninfo.make_conninfo(**base)
     rng = random.Random(1)
     t = time.time()
-    jobs = make_jobs(args.jobs, args.days, rng)
+    if args.density == "site":
+        jobs = site_density.make_jobs(args.nodes or 10_000, args.days,
+                                           site_density.site_t0(T0), rng)
+    else:
+        jobs = make_jobs(args.jobs, args.days, rng, args.nodes or N_NODES)
     with psycopg.connect(dsn) as conn:
         migrate.upgrade(conn)
-        upsert_jobs(conn, jobs)
+        for i in range(0, len(jobs), 10_000):
+            upsert_jobs(conn, jobs[i:i + 10_000])
         conn.commit()
     print(f"{len(jobs)} jobs stored in {time.time() - t:.1f} s", flush=True)
+    if args.density == "site":
+        t = time.time()
+        steps = site_density.fill(dsn, args.nodes or 10_000, args.days,
+                                   site_density.site_t0(T0))
+        with psycopg.connect(dsn) as conn:
+            total = conn.execute("SELECT sum(reltuples)::bigint FROM pg_class WHERE relname "
+                                 "LIKE 'jobstats_delta_p%' AND relkind = 'r'").fetchone()[0]
+            size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        print("; ".join(f"{k} {v:.0f} s" for k, v in sorted(steps.items())))
+        print(f"{total:,} delta rows in {time.time() - t:.0f} s; database {size / 1e9:.2f} GB")
+        print(f"dsn: {dsn}")
+        return
     total = 0
     t = time.time()
     with psycopg.connect(dsn) as conn:
@@ -304,6 +343,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=50_000)
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--dsn")
+    ap.add_argument("--nodes", type=int, help="build: compute nodes (default 2,000; "
+                    "10,000 with --density site)")
+    ap.add_argument("--density", choices=("sparse", "site"), default="sparse",
+                    help="build: sparse (one target per busy node and interval, quick) or "
+                    "site (Puhti's counts, bench/site_density.py; --jobs is then derived)")
+    ap.add_argument("--state", default=str(STATE),
+                    help="the embedded server's directory when no --dsn (kept between runs)")
     ap.add_argument("--db", default="bench_show",
                     help="database name on that server (a copy: CREATE DATABASE x TEMPLATE "
                     "bench_show, to leave a shared build untouched)")

@@ -71,12 +71,12 @@ def run(*argv: str, env: dict[str, str] | None = None, timeout: float = 1200) ->
     return proc.stdout
 
 
-def grab(pattern: str, text: str) -> float:
-    """The number `pattern` (one group) finds in a bench's output (commas allowed)."""
+def grab(pattern: str, text: str, group: int = 1) -> float:
+    """The number `pattern`'s `group` finds in a bench's output (commas allowed)."""
     m = re.search(pattern, text)
     if m is None:
         sys.exit(f"no figure {pattern!r} in:\n{text[-2000:]}")
-    return float(m.group(1).replace(",", ""))
+    return float(m.group(group).replace(",", ""))
 
 
 def fresh_db(base: str, name: str) -> str:
@@ -224,6 +224,66 @@ def startup_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
     return out
 
 
+def site_dsn(args: argparse.Namespace, base: str, s: Sizes) -> str:
+    """The site-density database: `--site`, or with --small a tiny one built here."""
+    from psycopg.conninfo import make_conninfo
+
+    if args.site:
+        return str(args.site)
+    assert s is SMALL, "the full site figures need the prebuilt database (--site)"
+    run(PY, str(BENCH / "bench_show.py"), "build", "--density", "site", "--nodes", "40",
+        "--days", "2", "--dsn", base, "--db", "budget_site_small")
+    return make_conninfo(base, dbname="budget_site_small")
+
+
+def site_figures(s: Sizes, dsn: str) -> dict[str, float]:
+    """A day at a site (bench_site.py) on a prebuilt site-density database (`--site`; see
+    bench/README.md): the `--small` form runs each part on whatever `--site` names (the
+    suite builds a tiny one), with fewer repeats."""
+    site = [PY, str(BENCH / "bench_site.py")]
+    small = s is SMALL
+    nodes = grab(r"(\d+) nodes", run(*site, "nodes", "--dsn", dsn))
+    copy = run(*site, "copy", "--dsn", dsn, "--nodes", str(int(nodes)),
+               "--repeat", str(s.repeat))
+    every = "1" if small else "20"
+    # two days of backlog, stopped (its memory), then the last day's whole backlog
+    attr2 = run(*site, "attribute", "--dsn", dsn, "--day", "all", "--reset",
+                "--stop-after", "5" if small else "240")
+    attr1 = run(*site, "attribute", "--dsn", dsn, "--day", "last", "--reset",
+                "--nodes", str(int(nodes)), "--copy-every", every)
+    # the stopped run's rest (the first day): done by the next run, as on a site, and the
+    # day `daily` reads is then attributed, as `jobio attribute` leaves it before `daily`
+    rest = run(*site, "attribute", "--dsn", dsn, "--day", "all")
+    show = run(*site, "show", "--dsn", dsn, "--sample", str(2 if small else 20))
+    top = run(*site, "top", "--dsn", dsn, "--repeat", str(s.repeat))
+    scrape = run(PY, str(BENCH / "bench_exporter.py"), "scrape", "--dsn", dsn, "--repeat",
+                 str(3 * s.repeat), "--day", "0")
+    daily = run(*site, "daily", "--dsn", dsn, "--nodes", str(int(nodes)), "--copy-every",
+                every)
+    prune = run(*site, "prune", "--dsn", dsn)
+    copied = r"copy of one interval \(([\d,]+) rows.*median ([\d.]+) s, max ([\d.]+) s"
+    return {
+        "site_copy_rows": grab(copied, copy),
+        "site_copy": grab(copied, copy, 2),
+        "site_show_stored": grab(r"show server time, stored: median ([\d.]+) ms", show),
+        "site_show_live": grab(r"show server time, not attributed: median ([\d.]+) ms", show),
+        "site_top_job": grab(r"top --once -g job \(new process\): median ([\d.]+) s", top),
+        "site_top_user": grab(r"top --once -g user \(new process\): median ([\d.]+) s", top),
+        "site_scrape": grab(r"then median ([\d.]+) s", scrape),
+        "site_scrape_series": grab(r"series: (\d+)", scrape),
+        "site_attribute_day": grab(r"jobio attribute --since \S+: ([\d.]+) s wall",
+                                   attr1),
+        "site_attribute_jobs": grab(r"attributed (\d+) job", attr1),
+        "site_attribute_rss_1day": grab(r"VmHWM (\d+) MB", attr1),
+        "site_attribute_rss_2days": grab(r"VmHWM (\d+) MB", attr2),
+        "site_attribute_rest": grab(r"jobio attribute --since \S+: ([\d.]+) s wall", rest),
+        "site_copy_attribute": grab(copied, attr1, 3),
+        "site_daily": grab(r"jobio daily --recompute --date \S+: ([\d.]+) s wall", daily),
+        "site_copy_daily": grab(copied, daily, 3),
+        "site_prune": grab(r"jobio db prune of a day: ([\d.]+) s", prune),
+    }
+
+
 def machine(dsn: str) -> str:
     import psycopg
 
@@ -251,9 +311,12 @@ def measure(args: argparse.Namespace, base: str, s: Sizes, only: set[str] | None
 
     want: Callable[[str], bool] = lambda group: only is None or group in only  # noqa: E731
     out = BENCH / "out"
-    dumps = {kind: cached_dump(out, s.entries, "2.16", kind, step=0) for kind in ("OST", "MDT")}
-    for kind in ("OST", "MDT"):
-        cached_dump(out, s.entries, "2.16", kind, step=1)
+    dumps: dict[str, Path] = {}
+    if want("parse") or want("cycle"):  # (the dumps take a minute to make the first time)
+        dumps = {kind: cached_dump(out, s.entries, "2.16", kind, step=0)
+                 for kind in ("OST", "MDT")}
+        for kind in ("OST", "MDT"):
+            cached_dump(out, s.entries, "2.16", kind, step=1)
     db = "budget_show_small" if s is SMALL else "budget_show"
     dbs = {"show", "attribution", "top", "scrape", "service", "startup"}
     if only is None or only & dbs:
@@ -276,12 +339,16 @@ def measure(args: argparse.Namespace, base: str, s: Sizes, only: set[str] | None
         ("web", lambda: web_figures(s, base)),
         ("service", lambda: service_figures(s, show_dsn, args.venv)),
         ("startup", lambda: startup_figures(s, show_dsn, args.venv)),
+        ("site", lambda: site_figures(s, site_dsn(args, base, s))),
     ]
     for group, step in steps:
         if not want(group):
             continue
         if group in ("service", "startup") and os.geteuid() != 0:
             print(f"{group}: needs root, not measured", file=sys.stderr)
+            continue
+        if group == "site" and s is FULL and not args.site:
+            print("site: no --site database, not measured", file=sys.stderr)
             continue
         t = time.perf_counter()
         got = step()
@@ -299,10 +366,13 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="tiny inputs; values not judged")
     ap.add_argument("--dsn", help="a superuser conninfo (default: a throw-away server)")
     ap.add_argument("--only", help="comma-separated groups: parse,cycle,ingest,show,"
-                    "attribution,top,scrape,hook,web,service,startup")
+                    "attribution,top,scrape,hook,web,service,startup,site")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-venv"),
                     help="the site-like venv of /usr/bin/python3 (made when missing)")
     ap.add_argument("--json", type=Path, help="also write this run's figures here")
+    ap.add_argument("--site", help="conninfo of the prebuilt site-density database (the "
+                    "`site` figures, ~30 minutes: bench/README.md); without it they are "
+                    "measured with --small only, on a tiny one")
     args = ap.parse_args()
     committed = json.loads(COMMITTED.read_text()) if COMMITTED.exists() else {"figures": {}}
     if args.markdown:
@@ -342,6 +412,9 @@ def main() -> int:
     if args.update and not args.small:
         if only is not None:  # some groups: their figures replace the committed ones
             doc = merged(committed, doc, only)
+        elif not args.site:  # the site group needs --site: its committed figures stay
+            kept = {k: v for k, v in committed["figures"].items() if k not in doc["figures"]}
+            doc["figures"] = {**kept, **doc["figures"]}
         COMMITTED.write_text(json.dumps(doc, indent=1) + "\n")
         write_readme(doc)
         print(f"written: {COMMITTED}, {README}")

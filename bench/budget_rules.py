@@ -59,6 +59,32 @@ FIGURES: dict[str, Figure] = {
     "startup_client_cpu": Figure("start-up CPU: client mode / `import click, ssl, ...`", "x",
                                  None),
     "startup_hook_cpu": Figure("start-up CPU: hook / `python -c pass`", "x", None),
+    # a day at a site (issue 26): `budget.py --site DSN`, the 10,000-node site-density
+    # database of `bench_show.py build --density site` (bench/README.md)
+    "site_copy_rows": Figure("site: rows of one 2-minute interval of the site", "rows", None,
+                             True),
+    "site_copy": Figure("site: COPY of one interval (write_batch), median", "s", 1.0),
+    "site_copy_attribute": Figure("site: COPY of one interval during attribution, max", "s",
+                                  1.0),
+    "site_copy_daily": Figure("site: COPY of one interval during `daily`, max", "s", 1.0),
+    "site_show_stored": Figure("site: `jobio show` server time, stored, median", "ms", 100),
+    "site_show_live": Figure("site: `jobio show` server time, not attributed, median",
+                             "ms", 100),
+    "site_top_job": Figure("site: `jobio top --once` new process, median", "s", 1.0),
+    "site_top_user": Figure("site: `jobio top --once -g user` new process, median", "s",
+                            1.0),
+    "site_scrape": Figure("site: exporter scrape (GET /metrics), median", "s", 1.0),
+    "site_scrape_series": Figure("site: exporter series of a scrape", "series", 5000),
+    "site_attribute_jobs": Figure("site: finished jobs of the last day", "jobs", None, True),
+    "site_attribute_day": Figure("site: `jobio attribute` of a day's jobs", "s", 600),
+    "site_attribute_rss_1day": Figure("site: `jobio attribute` VmHWM, 1 day of backlog",
+                                      "MB", None),
+    "site_attribute_rss_2days": Figure("site: `jobio attribute` VmHWM, 2 days of backlog",
+                                       "MB", None),
+    "site_attribute_rest": Figure("site: `jobio attribute` after a stopped run, the rest",
+                                  "s", None),
+    "site_daily": Figure("site: `jobio daily --recompute` of the fullest day", "s", 120),
+    "site_prune": Figure("site: `jobio db prune` of a day", "s", 10),
 }
 
 

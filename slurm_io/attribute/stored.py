@@ -10,7 +10,7 @@ Which of them a reader gets is decided once, in attribute.figures.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -159,17 +159,46 @@ def data_complete_until(conn: psycopg.Connection) -> float | None:
     return r[0] if r else None
 
 
+_PENDING = (f"SELECT {JOB_COLS} FROM job WHERE (job IN (SELECT j.job "
+            "FROM job j LEFT JOIN job_io io USING (job) "
+            "WHERE j.end_time >= %s AND j.start_time IS NOT NULL "
+            "AND (io.job IS NULL OR NOT io.complete)) OR job = ANY(%s))")
+
+
 def pending_jobs(conn: psycopg.Connection, since: float, limit: int | None = None
                  ) -> list[JobInfo]:
     """Finished jobs (ended after `since`) without a complete attribution yet, and those
-    whose stored figures late data may change (stale_jobs)."""
-    q = (f"SELECT {JOB_COLS} FROM job WHERE job IN (SELECT j.job "
-         "FROM job j LEFT JOIN job_io io USING (job) "
-         "WHERE j.end_time >= %s AND j.start_time IS NOT NULL "
-         "AND (io.job IS NULL OR NOT io.complete)) OR job = ANY(%s) ORDER BY end_time")
+    whose stored figures late data may change (stale_jobs), in order of their end."""
+    q = _PENDING + " ORDER BY end_time, job"
     if limit:
         q += f" LIMIT {int(limit)}"
     return [info_row(r) for r in conn.execute(q, (_ts(since), stale_jobs(conn, since)))]
+
+
+def pending_pages(conn: psycopg.Connection, since: float, stale: list[int],
+                  limit: int | None, *, page: int) -> Iterator[list[JobInfo]]:
+    """pending_jobs a page at a time (`stale`: stale_jobs, asked once), each page after the
+    last one's (end, job): a run that commits as it goes neither holds the whole backlog
+    nor meets a job twice, and the jobs it stored meanwhile do not shift the pages."""
+    first = _PENDING + " ORDER BY end_time, job LIMIT %s"
+    # after the previous page's last job, compared as stored (no float round trip)
+    then = (_PENDING + " AND (end_time, job) > (SELECT end_time, job FROM job WHERE job = %s)"
+            " ORDER BY end_time, job LIMIT %s")
+    last: int | None = None
+    left = limit if limit else None
+    while left is None or left > 0:
+        size = page if left is None else min(page, left)
+        rows = conn.execute(first, (_ts(since), stale, size)) if last is None else \
+            conn.execute(then, (_ts(since), stale, last, size))
+        jobs = [info_row(r) for r in rows]
+        if not jobs:
+            return
+        yield jobs
+        last = jobs[-1].job
+        if left is not None:
+            left -= len(jobs)
+        if len(jobs) < size:
+            return
 
 
 _STAGE_COLS = ("job", "uid", "complete", "totals", "recovered", "ambiguous", "by_target",

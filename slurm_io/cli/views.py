@@ -162,14 +162,16 @@ def attribute_cmd(cfg: Config, since: str | None, limit: int | None) -> None:
     """Attribute finished jobs and store the results (for mails and reports).
 
     A job is attributed again until every collector has read past its end ("complete").
+    Results are committed in chunks as they are made: a run that is stopped keeps them, and
+    the next run does the rest.
     """
-    from slurm_io.attribute.batch import attribute_jobs
-    from slurm_io.attribute.stored import pending_jobs
+    from slurm_io.attribute.batch import attribute_pending
 
     now = time.time()
+    since_t = parse_time_arg(since, now - 7 * 86400, "--since")
     with connect_db(cfg) as conn:
-        jobs = pending_jobs(conn, parse_time_arg(since, now - 7 * 86400, "--since"), limit)
-        n, complete = attribute_jobs(conn, jobs, now=now, resolution=cfg.interval)
+        n, complete = attribute_pending(conn, since_t, limit, now=now,
+                                        resolution=cfg.interval)
     click.echo(f"attributed {n} job(s), {complete} complete")
 
 

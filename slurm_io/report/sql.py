@@ -73,10 +73,12 @@ def prefer_index(conn: Connection) -> None:
 
 def latest(conn: Connection, at: float, *, fs: str | None = None,
            kind: str | None = None) -> float | None:
-    """The newest ts_end at or before `at` (looking back 10 minutes, an hour, a day, then
-    35 days: the BRIN index on ts_end serves the short look-backs)."""
+    """The newest ts_end at or before `at` (looking back 3 minutes, 10 minutes, an hour, a
+    day, then 35 days: the BRIN index on ts_end serves the short look-backs). The first
+    look-back holds one collector interval: the max of a live site's newest interval, not
+    of five (a site writes ~60,000 rows an interval, issue 26)."""
     sql, args = _filters(fs, kind)
-    for back in (600.0, 3600.0, 86400.0, 35 * 86400.0):
+    for back in (180.0, 600.0, 3600.0, 86400.0, 35 * 86400.0):
         row = conn.execute(LATEST_SQL.format(filters=sql),
                            {**args, "lo": ts(at - back), "hi": ts(at)}).fetchone()
         if row and row[0] is not None:

@@ -60,13 +60,15 @@ def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path,
                                             tmp_path: Path) -> None:
     """budget.py --small runs bench_parse's timing, bench_cycle (child), bench_ingest,
     bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook,
-    bench_service and bench_startup, and yields every figure of the budget."""
+    bench_service and bench_startup, and the site figures (bench_show build --density site,
+    i.e. site_density, then every part of bench_site on that tiny database), and yields
+    every figure of the budget."""
     sys.path.insert(0, str(REPO))
     from bench.budget_rules import FIGURES
 
     out = tmp_path / "figures.json"
     bench("bench/budget.py", "--small", "--dsn", pg_dsn, "--venv", str(site_venv),
-          "--json", str(out), timeout=600)
+          "--json", str(out), timeout=900)
     figures = json.loads(out.read_text())["figures"]
     expected = set(FIGURES)
     if os.geteuid() != 0:  # the service and start-up figures need other accounts
