@@ -37,7 +37,7 @@ class JobSummary:
     revision: int | None
     risks: tuple[float, float] | None  # worst (risk_oss, risk_mds) of its LASSi hours
     now: float
-    # figure -> {"least": L, "most": M} where attribution gave a range (docs/attribution.md "How sure a figure is")
+    # figure -> {"least": L, "most": M} where attribution gave a range (docs/attribution.md)
     ranges: dict[str, Any] | None = None
 
     @property
