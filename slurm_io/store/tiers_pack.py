@@ -67,7 +67,7 @@ def chunks(hot_rows: int, rows_per_transaction: int) -> int:
 _HOUR_OF = "to_timestamp(floor(extract(epoch FROM ts_end) / 3600) * 3600)"
 
 
-def hour_states(conn: psycopg.Connection, before: float) -> list[HourState]:
+def hour_states(conn: psycopg.Connection, before: float, now: float) -> list[HourState]:
     """The hours with hot deltas ending before `before`, oldest first, with their jobs
     still to attribute."""
     rows = conn.execute(
@@ -75,9 +75,9 @@ def hour_states(conn: psycopg.Connection, before: float) -> list[HourState]:
         "WHERE ts_end < %(before)s GROUP BY 1) "
         "SELECT extract(epoch FROM h.hour)::float8, h.n, (SELECT count(*) FROM job j "
         "LEFT JOIN job_io io USING (job) WHERE j.start_time < h.hour + interval '1 hour' "
-        "AND j.end_time > h.hour AND j.end_time <= now() "
+        "AND j.end_time > h.hour AND j.end_time <= %(now)s "
         "AND (io.job IS NULL OR NOT io.complete)) FROM h ORDER BY 1",
-        {"before": _ts(before)}).fetchall()
+        {"before": _ts(before), "now": _ts(now)}).fetchall()
     return [HourState(float(h), int(n), int(p)) for h, n, p in rows]
 
 
@@ -173,7 +173,7 @@ def pack(conn: psycopg.Connection, now: float, *, min_age: float = MIN_AGE,
          progress: Callable[[float, int], None] | None = None) -> Packed:
     """Pack every closed hour (oldest first); `progress(hour, deltas)` after each."""
     with conn.transaction():
-        states = hour_states(conn, now - min_age)
+        states = hour_states(conn, now - min_age, now)
     todo = [h for h in states if closed(h, now, min_age, max_wait)]
     moved = txns = 0
     for h in todo:
