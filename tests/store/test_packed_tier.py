@@ -77,6 +77,9 @@ def figures(dsn: str) -> dict[str, Any]:
                                env={"SLURM_IO_CONFIG": "/dev/null"})
     assert shown.exit_code == 0, shown.output
     out["show"] = json.loads(shown.output)
+    for j in out["show"]:  # a running job's elapsed time is the clock's, not the deltas'
+        if not j.get("end"):
+            j.pop("elapsed", None)
     lo, hi = START - 3600, START + 6 * 3600
     with psycopg.connect(dsn) as conn:
         attribute_jobs(conn, pending_jobs(conn, START - 86400, None), now=NOW,
