@@ -99,6 +99,19 @@ def test_bench_ingest_small(db_dsn: str) -> None:
         assert conn.execute("SELECT count(*) FROM jobstats_delta").fetchone() == (2000,)
 
 
+def test_bench_pack_small(pg_dsn: str) -> None:
+    out = bench("bench/bench_pack.py", "--nodes", "6", "--hours", "2", "--dsn", pg_dsn,
+                "--db", "small_bench_pack", "--rows-per-transaction", "300")
+    assert re.search(r"packed tier: [\d.]+ bytes per delta", out), out
+    assert re.search(r"concurrent COPY of one interval \(6 nodes\) x [1-9]", out), out
+    assert "0 waited over the 1 s lock_timeout" in out
+    with psycopg.connect(make_conninfo(pg_dsn, dbname="small_bench_pack")) as conn:
+        hot, packed = conn.execute("SELECT (SELECT count(*) FROM jobstats_delta), "
+                                   "(SELECT sum(n) FROM jobstats_packed)").fetchone()
+    built = int(re.search(r"built: ([\d,]+) deltas", out).group(1).replace(",", ""))
+    assert packed >= built and hot + packed > built  # the writer's late rows came on top
+
+
 def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:
     out = bench("bench/bench_views.py", "--dsn", pg_dsn, "--db", "small_bench_show", "--day",
                 "2026-09-22", "--repeat", "1", "--out", str(tmp_path / "daily"))
