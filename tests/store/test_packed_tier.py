@@ -234,3 +234,44 @@ def test_closed_policy(rel: float, hot: int, pending: int, want: bool) -> None:
 
 def test_chunks() -> None:
     assert [tiers_pack.chunks(n, 100) for n in (0, 1, 100, 101, 1000)] == [1, 1, 1, 2, 10]
+
+
+def _visible_as(dsn: str, role: str) -> tuple[int, int]:
+    """(deltas of both tiers, packed rows) that `role` reads through store.tiers."""
+    from slurm_io.store import tiers
+
+    with psycopg.connect(dsn) as conn:
+        conn.execute(f"SET ROLE {role}")
+        row = conn.execute(
+            f"SELECT (SELECT count(*) FROM {tiers.window('%(lo)s', '%(hi)s')} d), "
+            "(SELECT count(*) FROM jobstats_packed)",
+            {"lo": "1970-01-02", "hi": "2100-01-01"}).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def test_a_user_reads_the_same_own_deltas_from_either_tier(loaded: str) -> None:
+    role = f"pack_user_{os.getpid()}"
+    with psycopg.connect(loaded, autocommit=True) as conn:
+        (uid,) = conn.execute("SELECT uid FROM job WHERE uid IS NOT NULL ORDER BY job LIMIT 1"
+                              ).fetchone()
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(f"CREATE ROLE {role} NOLOGIN IN ROLE jobio_user")
+        conn.execute("INSERT INTO jobio_account (rolname, uid) VALUES (%s, %s)", (role, uid))
+        (own,) = conn.execute(
+            "SELECT count(*) FROM jobstats_delta WHERE uid = %(u)s OR job IN "
+            "(SELECT job_raw FROM job WHERE uid = %(u)s)", {"u": uid}).fetchone()
+        (everyone,) = conn.execute("SELECT count(*) FROM jobstats_delta").fetchone()
+    try:
+        assert 0 < own < everyone
+        assert _visible_as(loaded, role) == (own, 0)
+        _pack(loaded)
+        seen, rows = _visible_as(loaded, role)
+        assert seen == own and rows > 0
+        with psycopg.connect(loaded) as conn:
+            (all_rows,) = conn.execute("SELECT count(*) FROM jobstats_packed").fetchone()
+        assert rows < all_rows  # the other users' packed rows stay invisible
+    finally:
+        with psycopg.connect(loaded, autocommit=True) as conn:
+            conn.execute("DELETE FROM jobio_account WHERE rolname = %s", (role,))
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
