@@ -59,7 +59,7 @@ def site_venv(pg_base_dir: Path) -> Path:
 def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path,
                                             tmp_path: Path) -> None:
     """budget.py --small runs bench_parse's timing, bench_cycle (child), bench_ingest,
-    bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook,
+    bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook, bench_pack,
     bench_service and bench_startup, and yields every figure of the budget."""
     sys.path.insert(0, str(REPO))
     from bench.budget_rules import FIGURES
