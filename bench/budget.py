@@ -339,8 +339,11 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     if args.update and not args.small:
-        if only is not None:  # a partial run updates its own figures only
-            doc["figures"] = {**committed["figures"], **doc["figures"]}
+        if only is not None:  # a partial run updates its own figures only, and says when
+            doc = {**committed, "figures": {**committed["figures"], **doc["figures"]},
+                   "partial_runs": [*committed.get("partial_runs", []), {
+                       "groups": sorted(only), "measured": doc["measured"],
+                       "load": doc["load"], "load_after": doc["load_after"]}]}
         COMMITTED.write_text(json.dumps(doc, indent=1) + "\n")
         write_readme(doc)
         print(f"written: {COMMITTED}, {README}")
