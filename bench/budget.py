@@ -149,6 +149,16 @@ def ingest_figures(s: Sizes, dsn: str) -> dict[str, float]:
             "ingest_bytes": grab(r"table\+indexes\s+([\d,]+) bytes/row", text)}
 
 
+def pack_figures(s: Sizes, base: str) -> dict[str, float]:
+    nodes, hours = ("6", "2") if s is SMALL else ("200", "24")
+    text = run(PY, str(BENCH / "bench_pack.py"), "--nodes", nodes, "--hours", hours,
+               "--dsn", base, "--db", "budget_pack")
+    return {"pack_bytes": grab(r"packed tier: ([\d.]+) bytes per delta", text),
+            "pack_90d": grab(r"10,000-node site: ([\d,]+) GB packed", text),
+            "pack_rate": grab(r"\(([\d,]+) deltas/s", text),
+            "pack_copy_wait": grab(r"longest ([\d,]+) ms", text)}
+
+
 def show_figures(s: Sizes, base: str, db: str) -> dict[str, float]:
     text = run(PY, str(BENCH / "bench_show.py"), "run", "--dsn", base, "--db", db,
                "--sample", str(3 * s.repeat), "--processes", str(s.repeat),
@@ -337,6 +347,7 @@ def measure(args: argparse.Namespace, base: str, s: Sizes, only: set[str] | None
         ("scrape", lambda: scrape_figures(s, show_dsn, s.days)),
         ("hook", lambda: hook_figures(s, fresh_db(base, "budget_hook"))),
         ("web", lambda: web_figures(s, base)),
+        ("pack", lambda: pack_figures(s, base)),
         ("service", lambda: service_figures(s, show_dsn, args.venv)),
         ("startup", lambda: startup_figures(s, show_dsn, args.venv)),
         ("site", lambda: site_figures(s, site_dsn(args, base, s))),
@@ -366,7 +377,8 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="tiny inputs; values not judged")
     ap.add_argument("--dsn", help="a superuser conninfo (default: a throw-away server)")
     ap.add_argument("--only", help="comma-separated groups: parse,cycle,ingest,show,"
-                    "attribution,top,scrape,hook,web,service,startup,site")
+                    "attribution,top,scrape,hook,web,pack,service,startup,site (--update "
+                    "keeps the committed figures of the others)")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/slurm-io-bench-venv"),
                     help="the site-like venv of /usr/bin/python3 (made when missing)")
     ap.add_argument("--json", type=Path, help="also write this run's figures here")

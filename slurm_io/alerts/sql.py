@@ -11,6 +11,7 @@ from psycopg.types.json import Jsonb
 from slurm_io.alerts.rules import JobWindow, lassi_values
 from slurm_io.lassi import sql as lassi_sql
 from slurm_io.report.counters import SUM_COLUMNS
+from slurm_io.store import tiers
 from slurm_io.store.sqlutil import has_tables, no_jit
 from slurm_io.store.sqlutil import ts as _ts
 
@@ -24,7 +25,7 @@ WINDOW_SQL = (
     "SELECT d.job, t.fs, t.kind, "
     "count(DISTINCT d.ts_end) FILTER (WHERE d.write_bytes_samples > 0), "
     "extract(epoch FROM max(d.ts_end))::float8, " + _SUMS + " "
-    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id) "
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s AND d.job IN (SELECT job FROM running) "
     "GROUP BY 1, 2, 3"
 )

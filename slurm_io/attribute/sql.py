@@ -21,6 +21,7 @@ from slurm_io.attribute.owners import Claimant
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
 from slurm_io.model import BYTE_COUNTERS, OP_COUNTERS, IdClass
+from slurm_io.store import tiers
 from slurm_io.store.sqlutil import ts as _ts
 
 _COUNTER_COLS: list[tuple[str, str]] = []
@@ -36,9 +37,15 @@ DELTA_COLUMNS = (
     "extract(epoch FROM d.entry_start)::float8, "
     + ", ".join(col for _, col in _COUNTER_COLS)
 )
-DELTA_FROM = (" FROM jobstats_delta d JOIN fs_target t USING (target_id) "
-              "LEFT JOIN host h USING (host_id) ")
-DELTA_SELECT = DELTA_COLUMNS + DELTA_FROM
+
+
+def delta_select(where: str, *, lo: str, hi: str) -> str:
+    """DELTA_COLUMNS of the deltas of both tiers for which `where` holds (store.tiers:
+    `lo`/`hi` bound their ts_end), with their target's and host's names."""
+    return (DELTA_COLUMNS + " FROM " + tiers.deltas(where, lo=lo, hi=hi)
+            + " d JOIN fs_target t USING (target_id) LEFT JOIN host h USING (host_id) ")
+
+
 _N_FIXED = 16
 _NAMES = [name for name, _ in _COUNTER_COLS]
 # deltas naming a job may come up to a day late or early (clock skew, late collectors)
@@ -88,19 +95,22 @@ _JOIN_NAMES = (" JOIN fs_target t ON t.target_id = d.target_id "
 # partition pruning by ts_end); each id's own window is applied to the rows (deltas_by_job):
 # rows outside it exist only for ids used again (another cluster, a requeue), and a join
 # over the windows (tried) costs a single job's show four times this query's time.
-BY_JOB_SQL = DELTA_SELECT + "WHERE d.job = ANY(%s) AND d.ts_end >= %s AND d.ts_end <= %s"
+BY_JOB_SQL = delta_select("job = ANY(%(jobs)s) AND ts_end >= %(lo)s AND ts_end <= %(hi)s",
+                          lo="%(lo)s", hi="%(hi)s")
 # `:uid:host` deltas of (node, uid) pairs, each pair in its own window (lo, hi), ending
 # less than `margin` seconds after hi (an interval is at most a collector outage long).
 # jobstats_delta_host_ts holds only JOB_MISSING rows (sql/0008): the id class is a constant
 # in the text, as a generic plan cannot match a parameter to the index's predicate.
+# Both tiers (store.tiers), each pair's rows found by a LATERAL lookup of its host and uid.
 BY_PAIR_SQL = (
-    DELTA_COLUMNS + " FROM unnest(%s::text[], %s::int[], %s::timestamptz[], %s::timestamptz[])"
-    " AS w(node, uid, lo, hi) JOIN host hw ON hw.name = w.node"
-    " JOIN jobstats_delta d ON d.host_id = hw.host_id AND d.uid = w.uid"
-    f" AND d.id_class = {int(IdClass.JOB_MISSING)}"
-    " AND d.ts_end > w.lo AND d.ts_start < w.hi AND d.ts_end < w.hi + make_interval(secs => %s)"
-    + _JOIN_NAMES
-    + " WHERE d.ts_end > %s AND d.ts_end < %s"
+    DELTA_COLUMNS + " FROM unnest(%(nodes)s::text[], %(uids)s::int[], %(los)s::timestamptz[],"
+    " %(his)s::timestamptz[]) AS w(node, uid, lo, hi) JOIN host hw ON hw.name = w.node"
+    " CROSS JOIN LATERAL " + tiers.deltas(
+        "host_id = hw.host_id AND uid = w.uid"
+        f" AND id_class = {int(IdClass.JOB_MISSING)}"
+        " AND ts_end > w.lo AND ts_start < w.hi AND ts_end < w.hi + make_interval(secs => "
+        "%(margin)s) AND ts_end > %(glo)s AND ts_end < %(ghi)s", lo="%(glo)s", hi="%(ghi)s")
+    + " d" + _JOIN_NAMES
 )
 _COMPETITORS_SQL = (
     "SELECT h.name, jn.uid, jn.job, extract(epoch FROM jn.start_time)::float8,"
@@ -124,7 +134,7 @@ def deltas_by_job(conn: psycopg.Connection, windows: dict[int, tuple[float, floa
     glo = min(a for a, _ in windows.values())
     ghi = max(b for _, b in windows.values())
     with conn.cursor(binary=True) as cur:
-        cur.execute(BY_JOB_SQL, (sorted(windows), _ts(glo), _ts(ghi)))
+        cur.execute(BY_JOB_SQL, {"jobs": sorted(windows), "lo": _ts(glo), "hi": _ts(ghi)})
         rows = delta_rows(cur)
     bounds = {k: (_us(a), _us(b)) for k, (a, b) in windows.items()}
     for d in rows:
@@ -157,7 +167,9 @@ def deltas_by_pair(conn: psycopg.Connection, windows: dict[tuple[str, int], tupl
     glo = min(v[0] for v in windows.values())
     ghi = max(v[1] for v in windows.values()) + margin
     with conn.cursor(binary=True) as cur:
-        cur.execute(BY_PAIR_SQL, (*_pairs(windows), margin, _ts(glo), _ts(ghi)))
+        nodes, uids, los, his = _pairs(windows)
+        cur.execute(BY_PAIR_SQL, {"nodes": nodes, "uids": uids, "los": los, "his": his,
+                                  "margin": margin, "glo": _ts(glo), "ghi": _ts(ghi)})
         return delta_rows(cur)
 
 

@@ -74,6 +74,41 @@ def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None
                    err=True)
 
 
+@db_group.command("pack")
+@click.option("--min-age", default="6h", show_default=True,
+              help="pack hours that ended at least this long ago (s m h d w)")
+@click.option("--max-wait", default="2d", show_default=True,
+              help="pack hours this old even if some of their finished jobs have no "
+              "complete attribution yet")
+@click.option("--rows-per-transaction", type=click.IntRange(min=1), default=50_000,
+              show_default=True, help="hot deltas packed per transaction")
+@click.pass_obj
+def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int) -> None:
+    """Move closed hours of raw deltas into the packed tier (~4x smaller, read alike).
+
+    Online (collectors go on writing), in small transactions: safe to stop at any time and
+    to run again. Late deltas of a packed hour are read hot until the next run merges them.
+    See docs/storage.md ("Two tiers of raw deltas")."""
+    from slurm_io.store import partitions, tiers_pack
+
+    ages = {}
+    for name, text in (("--min-age", min_age), ("--max-wait", max_wait)):
+        try:
+            ages[name] = partitions.parse_duration(text)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint=name) from e
+    with connect_db(cfg) as conn:
+        done = tiers_pack.pack(
+            conn, time.time(), min_age=ages["--min-age"], max_wait=ages["--max-wait"],
+            rows_per_transaction=rows_per_transaction,
+            progress=lambda hour, n: click.echo(
+                f"packed {time.strftime('%Y-%m-%d %H:00', time.gmtime(hour))} UTC: "
+                f"{n} delta(s)"))
+    click.echo(f"{done.hours} hour(s) packed, {done.deltas} delta(s) in "
+               f"{done.transactions} transaction(s); {done.skipped} hour(s) left hot "
+               "(jobs still to attribute)")
+
+
 def _embedded(cfg: Config) -> Any:
     from slurm_io.store.embedded import EmbeddedPostgres
 

@@ -14,6 +14,7 @@ import psycopg
 
 from slurm_io.lassi import metrics as M
 from slurm_io.model import OP_COUNTERS, IdClass
+from slurm_io.store import tiers
 from slurm_io.store.bulk import copy_rows
 from slurm_io.store.sqlutil import has_tables, no_jit
 from slurm_io.store.sqlutil import ts as _ts
@@ -55,7 +56,8 @@ def spread_sql(width: str, first: str) -> str:
 _SUM_SQL_F = ", ".join(f"coalesce(sum(x.f * ({expr})), 0)::float8" for _, expr in _SUMS)
 DAY_SQL = (
     "SELECT t.fs, t.kind, x.b * 3600 AS h, d.job, GROUPING(d.job) AS g, min(d.uid), "
-    f"{_SUM_SQL_F} FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    f"{_SUM_SQL_F} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+    "JOIN fs_target t USING (target_id) "
     + spread_sql("3600", "%(first)s")
     + "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s "
     "GROUP BY GROUPING SETS ((t.fs, t.kind, x.b, d.job), (t.fs, t.kind, x.b))"
@@ -63,8 +65,9 @@ DAY_SQL = (
 MISSING_SQL = (
     "SELECT t.fs, t.kind, d.host_id, d.uid, extract(epoch FROM d.ts_start)::float8, "
     "extract(epoch FROM d.ts_end)::float8, extract(epoch FROM d.last_update)::float8, "
-    f"{_SUM_SQL} FROM jobstats_delta d JOIN fs_target t USING (target_id) "
-    "WHERE d.ts_end > %s AND d.ts_end <= %s AND d.id_class = %s AND d.job IS NULL "
+    f"{_SUM_SQL} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+    "JOIN fs_target t USING (target_id) "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s AND d.id_class = %(cls)s AND d.job IS NULL "
     "AND d.host_id IS NOT NULL AND d.uid IS NOT NULL "
     "GROUP BY 1, 2, 3, 4, 5, 6, 7"
 )
@@ -119,7 +122,8 @@ def missing_deltas(conn: psycopg.Connection, start: float, end: float) -> list[M
     """The job-missing deltas in (start, end] that name a host and a uid (the ones
     attribution can give to jobs)."""
     with conn.cursor() as cur:
-        cur.execute(MISSING_SQL, (_ts(start), _ts(end), int(IdClass.JOB_MISSING)))
+        cur.execute(MISSING_SQL, {"lo": _ts(start), "hi": _ts(end),
+                                  "cls": int(IdClass.JOB_MISSING)})
         return [MissingDelta(*r[:7], dict(zip(SUM_NAMES, r[7:], strict=True)))
                 for r in cur.fetchall()]
 

@@ -16,6 +16,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slurm_io.report.counters import SUM_COLUMNS, sum_select
+from slurm_io.store import tiers
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -31,16 +32,17 @@ INTERVAL_SQL = (
     "CASE WHEN d.id_class = 5 THEN extract(epoch FROM d.last_update)::float8 END, "
     "CASE WHEN d.id_class = 6 THEN d.raw_id END, "
     f"{_SUMS} "
-    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id) "
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s{filters} "
     "GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"
 )
 TARGET_SQL = (
     "SELECT t.fs, t.name, t.kind, " + _SUMS + " "
-    "FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id) "
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3"
 )
-LATEST_SQL = ("SELECT max(d.ts_end) FROM jobstats_delta d JOIN fs_target t USING (target_id) "
+LATEST_SQL = (f"SELECT max(d.ts_end) FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+              "JOIN fs_target t USING (target_id) "
               "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s{filters}")
 
 
@@ -216,20 +218,20 @@ def usage_sums(conn: Connection, s: datetime, e: datetime) -> list[UsageSum]:
     """Counters summed over the deltas with ts_end in (s, e], per filesystem and id class."""
     rows = conn.execute(
         f"""SELECT t.fs, d.id_class, count(*)::bigint AS n_rows, {sum_select('d')}
-            FROM jobstats_delta d JOIN fs_target t USING (target_id)
-            WHERE d.ts_end > %s AND d.ts_end <= %s
-            GROUP BY 1, 2""", (s, e)).fetchall()
+            FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id)
+            WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s
+            GROUP BY 1, 2""", {"lo": s, "hi": e}).fetchall()
     return [UsageSum(fs, cls, n, tuple(vals)) for fs, cls, n, *vals in rows]
 
 
 def usage_extra(conn: Connection, s: datetime, e: datetime) -> list[ExtraSum]:
     """The `extra` counters of the same deltas, summed per filesystem, class and name."""
     return [ExtraSum(*r) for r in conn.execute(
-        """SELECT t.fs, d.id_class, x.key, sum(x.value::bigint)::bigint
-           FROM jobstats_delta d JOIN fs_target t USING (target_id),
+        f"""SELECT t.fs, d.id_class, x.key, sum(x.value::bigint)::bigint
+           FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id),
                 jsonb_each_text(d.extra) x
-           WHERE d.extra IS NOT NULL AND d.ts_end > %s AND d.ts_end <= %s
-           GROUP BY 1, 2, 3""", (s, e)).fetchall()]
+           WHERE d.extra IS NOT NULL AND d.ts_end > %(lo)s AND d.ts_end <= %(hi)s
+           GROUP BY 1, 2, 3""", {"lo": s, "hi": e}).fetchall()]
 
 
 # -- where the I/O went (unattributed) -------------------------------------------------------
@@ -246,8 +248,8 @@ class UidJob(NamedTuple):
 def jobs_named_between(conn: Connection, s: datetime, e: datetime) -> set[int]:
     """The raw job ids of the deltas with ts_end in (s, e] that name a job Slurm knows."""
     return {r[0] for r in conn.execute(
-        "SELECT DISTINCT d.job FROM jobstats_delta d JOIN job j ON j.job_raw = d.job "
-        "WHERE d.ts_end > %s AND d.ts_end <= %s", (s, e))}
+        f"SELECT DISTINCT d.job FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+        "JOIN job j ON j.job_raw = d.job", {"lo": s, "hi": e})}
 
 
 def user_names_by_uid(conn: Connection) -> dict[int, str]:
@@ -258,10 +260,11 @@ def user_names_by_uid(conn: Connection) -> dict[int, str]:
 
 def deltas_between(conn: Connection, s: datetime, e: datetime) -> Iterator[DeltaRow]:
     """The deltas with ts_end in (s, e], streamed (a day can be millions of rows)."""
-    from slurm_io.attribute.sql import DELTA_SELECT, delta_rows
+    from slurm_io.attribute.sql import delta_rows, delta_select
 
     with conn.cursor() as cur:
-        cur.execute(DELTA_SELECT + "WHERE d.ts_end > %s AND d.ts_end <= %s", (s, e))
+        cur.execute(delta_select("ts_end > %(lo)s AND ts_end <= %(hi)s", lo="%(lo)s",
+                                 hi="%(hi)s"), {"lo": s, "hi": e})
         yield from delta_rows(cur)
 
 
@@ -380,7 +383,8 @@ def _daily_sql() -> tuple[str, str]:
         "SELECT t.fs, x.b, coalesce(sum(x.f * d.read_bytes), 0)::float8, "
         "coalesce(sum(x.f * d.write_bytes), 0)::float8, "
         f"coalesce(sum(x.f * ({md_mdt})) FILTER (WHERE t.kind = 'MDT'), 0)::float8 "
-        f"FROM jobstats_delta d JOIN fs_target t USING (target_id) {spread}"
+        f"FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id) "
+        f"{spread}"
         "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2 ORDER BY 2"
     )
     # One series = a job (ids naming it), or a (uid, host) outside jobs; its rate in one
@@ -391,7 +395,8 @@ def _daily_sql() -> tuple[str, str]:
         "CASE WHEN d.job IS NULL THEN d.host_id END "
         "AS h, sum(x.f * d.write_bytes)::float8 / %(w)s AS wr, "
         "sum(x.f * d.read_bytes)::float8 / %(w)s AS rr, "
-        f"sum(x.f * ({meta_all}))::float8 / %(w)s AS mr FROM jobstats_delta d {spread}"
+        f"sum(x.f * ({meta_all}))::float8 / %(w)s AS mr "
+        f"FROM {tiers.window('%(lo)s', '%(hi)s')} d {spread}"
         "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4) "
         "SELECT 'write', b, floor(ln(wr) / ln(%(base)s) + 1e-9)::int, count(*) FROM s "
         "WHERE wr > 0 GROUP BY 2, 3 "

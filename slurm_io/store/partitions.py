@@ -33,6 +33,8 @@ from psycopg import errors, sql
 
 PARENT = "jobstats_delta"
 PREFIX = "jobstats_delta_p"
+# the packed tier (sql/0021, store.tiers_pack): the same days, dropped with the hot ones
+PACKED_PREFIX = "jobstats_packed_p"
 PARTITION_LOCK_KEY = 0x5C10_0002  # "slurm-io partition DDL" in pg_advisory_xact_lock's space
 _NAME_RE = re.compile(re.escape(PREFIX) + r"(\d{8})")
 _DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([smhdw])")
@@ -49,6 +51,10 @@ def day_of(ts: float) -> date:
 
 def partition_name(day: date) -> str:
     return f"{PREFIX}{day:%Y%m%d}"
+
+
+def packed_partition_name(day: date) -> str:
+    return f"{PACKED_PREFIX}{day:%Y%m%d}"
 
 
 def _day_start(day: date) -> datetime:
@@ -163,7 +169,8 @@ def prune(
     whole. Each partition is dropped in its own short transaction (DROP needs an ACCESS
     EXCLUSIVE lock on jobstats_delta); `lock_timeout` stops a drop waiting behind a long
     report -- which would stall ingest queued behind it -- by raising LockNotAvailable, so
-    retention simply runs again later. Returns the names dropped, oldest first.
+    retention simply runs again later. The day's packed partition (sql/0021) goes in the
+    same transaction. Returns the names dropped, oldest first.
     """
     if older_than_seconds < 0:
         raise ValueError("older_than_seconds must be >= 0")
@@ -179,11 +186,9 @@ def prune(
                 conn.execute(
                     sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(lock_timeout))
                 )
-                conn.execute(
-                    sql.SQL("DROP TABLE IF EXISTS {}").format(
-                        sql.Identifier(partition_name(day))
-                    )
-                )
+                for name in (packed_partition_name(day), partition_name(day)):
+                    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
+                        sql.Identifier(name)))
             dropped.append(partition_name(day))
     finally:
         known = _known.get(conn)

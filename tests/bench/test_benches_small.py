@@ -59,7 +59,7 @@ def site_venv(pg_base_dir: Path) -> Path:
 def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path,
                                             tmp_path: Path) -> None:
     """budget.py --small runs bench_parse's timing, bench_cycle (child), bench_ingest,
-    bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook,
+    bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook, bench_pack,
     bench_service and bench_startup, and the site figures (bench_show build --density site,
     i.e. site_density, then every part of bench_site on that tiny database), and yields
     every figure of the budget."""
@@ -99,6 +99,19 @@ def test_bench_ingest_small(db_dsn: str) -> None:
     assert "rows written          2,000 in 2 batches" in out
     with psycopg.connect(db_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM jobstats_delta").fetchone() == (2000,)
+
+
+def test_bench_pack_small(pg_dsn: str) -> None:
+    out = bench("bench/bench_pack.py", "--nodes", "6", "--hours", "2", "--dsn", pg_dsn,
+                "--db", "small_bench_pack", "--rows-per-transaction", "300")
+    assert re.search(r"packed tier: [\d.]+ bytes per delta", out), out
+    assert re.search(r"concurrent COPY of one interval \(6 nodes\) x [1-9]", out), out
+    assert "0 waited over the 1 s lock_timeout" in out
+    with psycopg.connect(make_conninfo(pg_dsn, dbname="small_bench_pack")) as conn:
+        hot, packed = conn.execute("SELECT (SELECT count(*) FROM jobstats_delta), "
+                                   "(SELECT sum(n) FROM jobstats_packed)").fetchone()
+    built = int(re.search(r"built: ([\d,]+) deltas", out).group(1).replace(",", ""))
+    assert packed >= built and hot + packed > built  # the writer's late rows came on top
 
 
 def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ def test_daily_with_an_impossible_day_is_one_line(site: list[str], tmp_path: Pat
     (["top", "--sort", "size"], "size"),
     (["daily"], "--out"),
     (["db", "prune", "--older-than", "90"], "--older-than"),
+    (["db", "pack", "--min-age", "6"], "--min-age"),
     (["db", "nosuch"], "nosuch"),
     (["lassi", "compute", "--a", "x"], "--a"),
 ], ids=lambda a: " ".join(a) if isinstance(a, list) else None)

@@ -63,8 +63,8 @@ def test_recovery_of_job_missing_deltas_reads_the_host_index(db_dsn: str) -> Non
         # the pairs (n1, 1001), (n2, 1001), each in (T1 - 3600, T1 + 60), ending before
         # T1 + 86400
         lo, hi = t(T1 - 3600, UTC), t(T1 + 60, UTC)
-        params = (["n1", "n2"], [1001] * 2, [lo] * 2, [hi] * 2, 86400 - 60, lo,
-                  t(T1 + 86400, UTC))
+        params = {"nodes": ["n1", "n2"], "uids": [1001] * 2, "los": [lo] * 2,
+                  "his": [hi] * 2, "margin": 86400 - 60, "glo": lo, "ghi": t(T1 + 86400, UTC)}
         ((plan,),) = conn.execute("EXPLAIN (FORMAT JSON) " + RECOVERED_SQL, params).fetchall()
         rows = conn.execute(RECOVERED_SQL, params).fetchall()
     assert any("host_id" in name for name in _index_names(plan))
