@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -99,10 +100,10 @@ def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int)
             raise click.BadParameter(str(e), param_hint=name) from e
     with connect_db(cfg) as conn:
         done = tiers_pack.pack(
-            conn, time.time(), min_age=ages["--min-age"], max_wait=ages["--max-wait"],
+            conn, clock.now(), min_age=ages["--min-age"], max_wait=ages["--max-wait"],
             rows_per_transaction=rows_per_transaction,
             progress=lambda hour, n: click.echo(
-                f"packed {time.strftime('%Y-%m-%d %H:00', time.gmtime(hour))} UTC: "
+                f"packed {datetime.fromtimestamp(hour, timezone.utc):%Y-%m-%d %H:00} UTC: "
                 f"{n} delta(s)"))
     click.echo(f"{done.hours} hour(s) packed, {done.deltas} delta(s) in "
                f"{done.transactions} transaction(s); {done.skipped} hour(s) left hot "
