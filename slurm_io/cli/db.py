@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -103,7 +103,7 @@ def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int)
             conn, clock.now(), min_age=ages["--min-age"], max_wait=ages["--max-wait"],
             rows_per_transaction=rows_per_transaction,
             progress=lambda hour, n: click.echo(
-                f"packed {datetime.fromtimestamp(hour, timezone.utc):%Y-%m-%d %H:00} UTC: "
+                f"packed {datetime.fromtimestamp(hour, UTC):%Y-%m-%d %H:00} UTC: "
                 f"{n} delta(s)"))
     click.echo(f"{done.hours} hour(s) packed, {done.deltas} delta(s) in "
                f"{done.transactions} transaction(s); {done.skipped} hour(s) left hot "
