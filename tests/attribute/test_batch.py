@@ -14,10 +14,9 @@ import pytest
 from slurm_io.attribute import batch
 from slurm_io.attribute.batch import attribute_job
 from slurm_io.attribute.stored import pending_jobs, stored_job_io
-from slurm_io.simulate import simulate
-from tests.attribute.simulated import load
+from tests.attribute.simulated import DENSE_START, load, small_dense_cluster
 
-START = 1_795_100_000.0
+START = DENSE_START
 NOW = START + 86400
 FIELDS = ("totals", "recovered", "ambiguous", "split", "by_target", "by_node", "timeline",
           "quality", "n_direct", "n_recovered", "by_evidence", "by_time")
@@ -25,10 +24,7 @@ FIELDS = ("totals", "recovered", "ambiguous", "split", "by_target", "by_node", "
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    out = tmp_path_factory.mktemp("batch") / "cluster"
-    simulate(out, seed=5, start=START, hours=2, n_nodes=6, n_oss=2, jobs_per_hour=30,
-             scenario="dense")
-    return out
+    return small_dense_cluster(tmp_path_factory.mktemp("batch") / "cluster")
 
 
 @pytest.fixture

@@ -20,10 +20,9 @@ import pytest
 
 from slurm_io.attribute import batch, stored
 from slurm_io.attribute.stored import pending_jobs
-from slurm_io.simulate import simulate
-from tests.attribute.simulated import load
+from tests.attribute.simulated import DENSE_START, load, small_dense_cluster
 
-START = 1_795_100_000.0
+START = DENSE_START
 SINCE = "2026-01-01"  # before the simulated cluster: every finished job is pending
 CHUNK = 5
 FIELDS = ("totals", "recovered", "ambiguous", "split", "by_target", "by_node", "timeline",
@@ -51,10 +50,7 @@ main()
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    out = tmp_path_factory.mktemp("chunks") / "cluster"
-    simulate(out, seed=5, start=START, hours=2, n_nodes=6, n_oss=2, jobs_per_hour=30,
-             scenario="dense")
-    return out
+    return small_dense_cluster(tmp_path_factory.mktemp("chunks") / "cluster")
 
 
 @pytest.fixture
