@@ -103,14 +103,18 @@ def test_top_splits_the_blind_interval_by_what_each_job_did_by_its_id(finished):
     assert "(no job)" not in rows  # the jobs cover the interval: nothing left to the user
 
 
+def _attributed_then_top_over_the_run(conn: psycopg.Connection) -> tuple[Any, dict[Any, Any]]:
+    """The jobs attributed and stored, then `top` over one window that spans the whole run
+    (what top adds up over the jobs' intervals), by job."""
+    attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
+    end = T0 + 120 * 31
+    ld = load_mod.load(conn, at=end, interval=(end - T0 + 240) / load_mod.WINDOW, now=T0 + 7200)
+    return ld, {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+
+
 def test_top_of_a_finished_job_adds_up_to_what_show_reports(finished):
     with psycopg.connect(finished) as conn:
-        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
-        end = T0 + 120 * 31
-        # one window over the whole run: what top adds up over the job's intervals
-        ld = load_mod.load(conn, at=end, interval=(end - T0 + 240) / load_mod.WINDOW,
-                           now=T0 + 7200)
-        top = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        ld, top = _attributed_then_top_over_the_run(conn)
         for job in (21, 22):
             (info,) = find_jobs(conn, str(job))
             shown = job_report(conn, info, now=T0 + 7200)
@@ -143,11 +147,7 @@ def test_the_live_range_of_a_job_is_its_stored_range_over_its_run(finished):
     attribution stores (attribute.ranges), interval by interval the blind read's
     400 bytes could be either job's."""
     with psycopg.connect(finished) as conn:
-        attribute_jobs(conn, pending_jobs(conn, 0), now=T0 + 7200)
-        end = T0 + 120 * 31
-        ld = load_mod.load(conn, at=end, interval=(end - T0 + 240) / load_mod.WINDOW,
-                           now=T0 + 7200)
-        top = {g.key: g for g in load_mod.group(ld, "job") if g.kind == "job"}
+        ld, top = _attributed_then_top_over_the_run(conn)
         for job in (21, 22):
             (info,) = find_jobs(conn, str(job))
             stored = job_report(conn, info, now=T0 + 7200)["ranges"]
