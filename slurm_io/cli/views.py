@@ -221,8 +221,13 @@ def top_cmd(cfg: Config, once: bool, sort: str, by: str, rates: bool, minrate: f
     options = {"fs": fs, "kind": kind, "user": user, "minrate": minrate}
     step = delay or cfg.interval
     with connect_db(cfg, upgrade=False) as conn:
+        # one view (--once, --json, a pipe) needs hosts only by host; the screen regroups
+        per_host = by == "host" or not (once or as_json or not sys.stdout.isatty()
+                                        or not sys.stdin.isatty())
+
         def fetch(moment: float | None) -> load_mod.Load:
-            ld = load_mod.load(conn, at=moment, interval=cfg.interval, fs=fs, kind=kind)
+            ld = load_mod.load(conn, at=moment, interval=cfg.interval, fs=fs, kind=kind,
+                               per_host=per_host)
             conn.rollback()  # no transaction left open while waiting
             return ld
 

@@ -68,7 +68,8 @@ class DatabaseCollector(Collector):
             if self.conn is None or self.conn.closed:
                 self.conn = self.connect()
             conn = self.conn
-            ld = load(conn, at=now, interval=self.interval, now=now)
+            # per job, not per host: the exporter has no series by host (issue 26)
+            ld = load(conn, at=now, interval=self.interval, now=now, per_host=False)
             if ld.at is not None and self.settings.targets:
                 s.targets = report_sql.target_rows(conn, ld.lo, ld.at)
             s.collectors = q.collectors(conn)

@@ -58,6 +58,7 @@ class Part:
     fs: str
     exe: str | None
     values: Sequence[float]
+    hosts: frozenset[int] = frozenset()  # a job's part over several hosts (host_id None)
 
 
 @dataclass
@@ -73,6 +74,8 @@ class Load:
     # ops), then all of the ones it was a candidate for]: what its range comes from
     # (attribute.ranges; `span`)
     shared: dict[int, list[float]] = field(default_factory=dict)
+    # whether every part is of one host (else a job's part spans its hosts: no view by host)
+    per_host: bool = True
 
 
 def value(values: Sequence[float], key: str) -> float:
@@ -86,23 +89,27 @@ def value(values: Sequence[float], key: str) -> float:
 
 
 def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
-         fs: str | None = None, kind: str | None = None, now: float | None = None) -> Load:
-    """The attributed load of the newest interval at or before `at` (default now)."""
+         fs: str | None = None, kind: str | None = None, now: float | None = None,
+         per_host: bool = True) -> Load:
+    """The attributed load of the newest interval at or before `at` (default now). Without
+    `per_host`, a job's load is one part per uid and filesystem over all its hosts: the same
+    figures by job, user, account and filesystem, from a fraction of the parts (a site's
+    interval: ~37,000 per host, bench/README.md), but no view by host."""
     now = time.time() if now is None else now
     at = now if at is None else at
     q.prefer_index(conn)
     hi = q.latest(conn, at, fs=fs, kind=kind)
     if hi is None:
-        return Load(None, at, interval, [], {}, {}, {})
+        return Load(None, at, interval, [], {}, {}, {}, per_host=per_host)
     lo = hi - WINDOW * interval
     no_jit(conn)
-    rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind)
+    rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind, per_host=per_host)
     parts: list[Part] = []
     shared: dict[int, list[float]] = {}
     missing: list[tuple[Any, ...]] = []
-    for job, cls, uid, host_id, fsname, t0, t1, last, raw, vals in rows:
+    for job, cls, uid, host_id, fsname, t0, t1, last, raw, vals, on in rows:
         if job is not None:
-            parts.append(Part("job", job, uid, host_id, fsname, None, vals))
+            parts.append(Part("job", job, uid, host_id, fsname, None, vals, frozenset(on)))
         elif cls == IdClass.JOB_MISSING and uid is not None and host_id is not None:
             missing.append((uid, host_id, fsname, t0, t1, last, vals))
         elif cls in (IdClass.UNRECOVERABLE, IdClass.EMPTY) or uid is None:
@@ -125,7 +132,7 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
         except KeyError:
             users[uid] = f"uid {uid}"
     hosts = q.host_names(conn, sorted({p.host_id for p in parts if p.host_id is not None}))
-    return Load(hi, lo, interval, parts, jobs, users, hosts, shared)
+    return Load(hi, lo, interval, parts, jobs, users, hosts, shared, per_host)
 
 
 def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
@@ -224,6 +231,8 @@ class Group:
                 self.values[i] += v
         if p.host_id is not None:
             self.hosts.add(p.host_id)
+        if p.hosts:
+            self.hosts |= p.hosts
         if p.job is not None:
             self.jobs.add(p.job)
 
@@ -266,6 +275,8 @@ def group(ld: Load, by: str = "job") -> list[Group]:
     lltop), user, account, host or filesystem."""
     if by not in GROUPS:
         raise ValueError(f"group by one of {', '.join(GROUPS)}")
+    if by == "host" and not ld.per_host:
+        raise ValueError("a view by host needs the load per host (load(per_host=True))")
     out: dict[Any, Group] = {}
     for p in ld.parts:
         if by == "job":

@@ -62,7 +62,8 @@ def top(conn: Connection, *, at: float | None = None, interval: float = 120.0,
     """The lines of the newest interval at or before `at` (default now). `minrate` (per
     second, in the unit of `sort`) hides the lines below it."""
     now = time.time() if now is None else now
-    ld = load(conn, at=now if at is None else at, interval=interval, fs=fs, kind=kind, now=now)
+    ld = load(conn, at=now if at is None else at, interval=interval, fs=fs, kind=kind, now=now,
+              per_host=by == "host")
     return view(ld, fs=fs, kind=kind, user=user, sort=sort, limit=limit, by=by, rates=rates,
                 minrate=minrate)
 
