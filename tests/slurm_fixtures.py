@@ -24,7 +24,8 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,11 +158,14 @@ class SlurmCluster:
                 for line in lines if line]
 
     def wait_finished(self, ids: Iterable[int], timeout: float = 300,
-                      since: float | None = None) -> list[dict[str, str]]:
+                      since: float | None = None,
+                      tasks: Mapping[int, int] | None = None) -> list[dict[str, str]]:
         """Block until every job (and every array task) is final, with an end time, in the
         listing `jobio jobs sync` reads: `sacct -a -X -S since -E now` (default since: a day
         ago). Not `sacct -j`: on 22.05 the windowed listing shows a just-ended job 2-4 s
-        later than `sacct -j` does. Returns the jobs' lines."""
+        later than `sacct -j` does -- an array's tasks too, one by one, so `tasks` (array
+        id -> number of tasks) waits until each array lists all of its own. Returns the
+        jobs' lines."""
         ids = set(ids)
         start = sacct_time(time.time() - 86400 if since is None else since)
         fields = ["JobIDRaw", "JobID", "State", "End"]
@@ -178,7 +182,9 @@ class SlurmCluster:
                 int(ln["JobIDRaw"]) for ln in mine}
             pending = [ln for ln in mine
                        if ln["State"].split()[0] in ACTIVE_STATES or ln["End"] == "Unknown"]
-            if not pending and ids <= seen:
+            listed = Counter(leader(ln["JobID"]) for ln in mine)
+            if not pending and ids <= seen and all(
+                    listed[a] >= n for a, n in (tasks or {}).items()):
                 return mine
             if time.monotonic() > deadline:
                 raise SlurmTestbedError(f"jobs not final in sacct: {pending or sorted(ids - seen)}")

@@ -305,7 +305,7 @@ def test_every_job_is_mailed_once_to_its_user_also_across_a_database_outage(
                                          "--wrap", "true"])
     assert c.squeue_state(submitted["held"]) == "PENDING"
     c.cancel("bob", submitted["held"])
-    lines = c.wait_finished(submitted.values())
+    lines = c.wait_finished(submitted.values(), tasks={submitted["array"]: 2})
     ids = raw_ids(lines)
     held = submitted["held"]
     ran = sorted(j for j in ids if j != held)

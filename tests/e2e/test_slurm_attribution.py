@@ -40,7 +40,7 @@ def test_slurm_jobs_of_two_users_get_exactly_the_io_generated_for_them(
     c.wait_running(ids["cancelled"])
     time.sleep(5)
     c.cancel("bob", ids["cancelled"])
-    lines = c.wait_finished(ids.values())
+    lines = c.wait_finished(ids.values(), tasks={ids["array"]: 3})
     het_raw = sorted(int(ln["JobIDRaw"]) for ln in lines if ln["JobID"].startswith(
         f"{ids['het']}+"))
     assert len(het_raw) == 2 and het_raw[0] == ids["het"]

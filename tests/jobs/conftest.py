@@ -45,5 +45,5 @@ def submitted_jobs(slurm_cluster: SlurmCluster) -> SubmittedJobs:
     }
     c.wait_running(ids["cancel"])
     c.cancel("bob", ids["cancel"])
-    lines = c.wait_finished(ids.values(), since=t0 - 60)
+    lines = c.wait_finished(ids.values(), since=t0 - 60, tasks={ids["array"]: 3})
     return SubmittedJobs(ids=ids, submitted_at=t0, sacct=lines)
