@@ -28,8 +28,7 @@ from slurm_io.lassi import days as lassi_days
 from slurm_io.lassi import metrics as M
 from slurm_io.lassi import sql as lassi_sql
 from slurm_io.notify import smtp
-from slurm_io.report import plots
-from slurm_io.report import sql as q
+from slurm_io.report import daily_sql, plots
 from slurm_io.report.daily_html import index_html, job_file, job_html, kb_text
 from slurm_io.store import standby
 from slurm_io.store.sqlutil import no_jit
@@ -60,7 +59,7 @@ def rates(conn: Connection, start: float, end: float, width: float
     no_jit(conn)
     return [{"fs": r.fs, "t": r.b * width, "read_bytes": r.read_bytes,
              "write_bytes": r.write_bytes, "md_ops": r.md_ops}
-            for r in q.rates(conn, start, end, width)]
+            for r in daily_sql.rates(conn, start, end, width)]
 
 
 def heatmap_counts(conn: Connection, start: float, end: float, width: float,
@@ -68,7 +67,7 @@ def heatmap_counts(conn: Connection, start: float, end: float, width: float,
     """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1))."""
     no_jit(conn)
     out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
-    for c in q.heat_counts(conn, start, end, width, base):
+    for c in daily_sql.heat_counts(conn, start, end, width, base):
         out[c.metric][(c.b, c.k)] = c.n
     return dict(out)
 
@@ -169,7 +168,7 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
     baseline = [{"fs": b.fs, "a": b.a, "from": b.first.date().isoformat(),
                  "to": date.fromordinal(b.after_last.date().toordinal() - 1).isoformat(),
                  "hours": b.hours, "own": b.own}
-                for b in q.baselines(conn, day)]
+                for b in daily_sql.baselines(conn, day)]
     timings["queries"] = time.perf_counter() - t
     t = time.perf_counter()
     say("plotting")

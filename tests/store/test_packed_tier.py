@@ -62,6 +62,7 @@ def figures(dsn: str) -> dict[str, Any]:
     from slurm_io.attribute.sql import deltas_by_pair
     from slurm_io.attribute.stored import pending_jobs
     from slurm_io.lassi.days import compute_day
+    from slurm_io.report import daily_sql as dsql
     from slurm_io.report import sql as rsql
     from slurm_io.report.unattributed import split
     from slurm_io.report.usage import usage
@@ -100,8 +101,8 @@ def figures(dsn: str) -> dict[str, Any]:
         out["lassi"] = [conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
                         for t in ("lassi_job_hour", "lassi_fs_hour")]
         d0 = partitions._day_start(DAY).timestamp()
-        out["rates"] = sorted(rsql.rates(conn, d0, d0 + 86400, 120.0))
-        out["heat"] = sorted(rsql.heat_counts(conn, d0, d0 + 86400, 120.0, 4.0))
+        out["rates"] = sorted(dsql.rates(conn, d0, d0 + 86400, 120.0))
+        out["heat"] = sorted(dsql.heat_counts(conn, d0, d0 + 86400, 120.0, 4.0))
         out["usage"] = repr(usage(conn, lo, hi))
         out["split"] = repr(split(conn, lo, hi, now=NOW))
         out["interval"] = sorted(repr(r) for r in rsql.interval_rows(conn, START, START + 7200))
