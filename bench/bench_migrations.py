@@ -50,7 +50,7 @@ from slurm_io.store import migrate, partitions
 
 WRITER = "bench-migrations"
 WRITER_JOBS = 9_000_000  # the writer's job ids: none of the source's (bench_show: 2,000,000+)
-LAST_DAY = 1_790_000_000.0 + 29 * 86400  # bench_show's T0 + 29 days: a day with partitions
+LAST_DAY = 1_790_000_000.0 + 29 * 86400  # bench_show's T0 + 29 days; run() takes the source's
 # lock modes, weakest first; from SHARE on, a mode conflicts with ROW EXCLUSIVE (INSERT/COPY)
 MODES = ("AccessShareLock", "RowShareLock", "RowExclusiveLock", "ShareUpdateExclusiveLock",
          "ShareLock", "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock")
@@ -135,6 +135,18 @@ def fill(src: psycopg.Connection, dst: psycopg.Connection, done: set[str],
     return filled
 
 
+def source_span(src: psycopg.Connection) -> tuple[float, int, int]:
+    """The start of the source's newest day of deltas (where the writer writes: a day with a
+    partition, whatever the build) and the range of its job keys (what the reader reads)."""
+    row = src.execute("SELECT extract(epoch FROM date_trunc('day', max(ts_end) AT TIME ZONE "
+                      "'UTC'))::float8 FROM jobstats_delta").fetchone()
+    jobs = src.execute("SELECT min(job), max(job) FROM job").fetchone()
+    last = float(row[0]) if row and row[0] is not None else LAST_DAY
+    lo, hi = (int(jobs[0]), int(jobs[1])) if jobs and jobs[0] is not None else (2_000_000,
+                                                                               2_050_000)
+    return last, lo, hi
+
+
 def _synthetic_batches(dst: psycopg.Connection, n: int) -> None:
     """`n` ingest_batch rows of 20 collectors, one per 120 s cycle, ending at LAST_DAY."""
     per = max(1, n // 20)
@@ -163,7 +175,7 @@ def writer(args: argparse.Namespace) -> None:
     seq = 0
     while not stop.exists():
         seq += 1
-        t = LAST_DAY + (seq % 600) * 120
+        t = args.last_day + (seq % 600) * 120
         pairs = []
         for i in range(args.rows):
             node = f"c{i % 2000:04d}"
@@ -192,7 +204,8 @@ def writer(args: argparse.Namespace) -> None:
         try:
             rconn.execute("SELECT count(*) FROM jobstats_delta WHERE job = %s AND ts_end "
                           "BETWEEN to_timestamp(%s) AND to_timestamp(%s)",
-                          (2_000_000 + seq % 50_000, LAST_DAY - 86400 * 3, LAST_DAY + 86400))
+                          (args.job_lo + seq % max(1, args.job_hi - args.job_lo),
+                           args.last_day - 86400 * 3, args.last_day + 86400))
             ok = ""
         except psycopg.Error as e:
             ok = str(e).splitlines()[0]
@@ -256,7 +269,9 @@ def run(args: argparse.Namespace) -> None:
             sql.Identifier(args.db)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(args.db)))
     dsn = dbname_dsn(server, args.db)
-    src = psycopg.connect(dbname_dsn(server, args.source_db))
+    src = psycopg.connect(args.source_dsn or dbname_dsn(server, args.source_db))
+    global LAST_DAY
+    LAST_DAY, job_lo, job_hi = source_span(src)
     conn = psycopg.connect(dsn, autocommit=True)
     work = Path(tempfile.mkdtemp(prefix="bench-migrations-"))
     (work / "sql").mkdir()
@@ -279,7 +294,9 @@ def run(args: argparse.Namespace) -> None:
                 proc = subprocess.Popen([sys.executable, __file__, "writer", "--dsn", dsn,
                                          "--log", str(log), "--stop", str(stop),
                                          "--interval", str(args.interval),
-                                         "--rows", str(args.rows)])
+                                         "--rows", str(args.rows),
+                                         "--last-day", str(LAST_DAY),
+                                         "--job-lo", str(job_lo), "--job-hi", str(job_hi)])
                 time.sleep(3 * args.interval)
             locks: dict[str, tuple[str, float, float]] = {}
             halt = threading.Event()
@@ -354,6 +371,11 @@ def main() -> None:
     ap.add_argument("what", nargs="?", default="run", choices=("run", "writer"))
     ap.add_argument("--dsn", help="the server (run) or the database (writer)")
     ap.add_argument("--source-db", default="bench_show")
+    ap.add_argument("--source-dsn", help="the source database on another server (default: "
+                    "--source-db on the server of --dsn)")
+    ap.add_argument("--last-day", type=float, default=LAST_DAY, help=argparse.SUPPRESS)
+    ap.add_argument("--job-lo", type=int, default=2_000_000, help=argparse.SUPPRESS)
+    ap.add_argument("--job-hi", type=int, default=2_050_000, help=argparse.SUPPRESS)
     ap.add_argument("--db", default="bench_migrations")
     ap.add_argument("--from", dest="from_version", type=int, default=0)
     ap.add_argument("--ingest-batches", type=int, default=20 * 30 * 720)
