@@ -25,12 +25,17 @@ def db_upgrade(cfg: Config) -> None:
     from slurm_io import __version__
     from slurm_io.store import db, migrate
 
+    def progress(step: str) -> None:
+        # "applied NAME" on stdout as before, as each commits; the rest (a migration
+        # starting, each partition's index built CONCURRENTLY) on stderr, so that an admin
+        # sees a long upgrade move and scripts reading stdout see what they always saw
+        click.echo(step, err=not step.startswith("applied "))
+
     with db.connect(cfg.dsn, state_dir=cfg.state_dir) as conn:
-        applied = migrate.upgrade(conn, settings=migrate.config_settings(cfg))
+        applied = migrate.upgrade(conn, settings=migrate.config_settings(cfg),
+                                  progress=progress)
         version = migrate.current_version(conn)
         state = migrate.read_state(conn)
-    for name in applied:
-        click.echo(f"applied {name}")
     refused = migrate.mismatch(state, __version__)  # an older release's `db upgrade`
     if refused is not None:
         raise JobioError(refused)

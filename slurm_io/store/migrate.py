@@ -25,6 +25,7 @@ sql/ to the rules.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -106,7 +107,8 @@ def config_settings(cfg: Any) -> dict[str, str] | None:
 
 
 def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
-            settings: dict[str, str] | None = None) -> list[str]:
+            settings: dict[str, str] | None = None,
+            progress: Callable[[str], None] | None = None) -> list[str]:
     """Apply pending migrations; return the names applied (empty when up to date).
 
     Each migration runs in its own transaction holding the advisory lock, and re-checks
@@ -114,6 +116,8 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
     first is simply skipped. `settings`: GUCs a migration may read (set per transaction),
     e.g. jobio.cluster, the configured default cluster (sql/0020). A failing migration
     raises after its transaction rolled back; the ones before it stay applied.
+    `progress`: told each step as it starts and ends (a migration, each partition's index
+    build), so that an admin watching a long upgrade sees where it is.
     """
     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
         raise ValueError("upgrade() needs a connection with no transaction in progress")
@@ -134,6 +138,8 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
             ).fetchone()
             if done:
                 continue
+            if progress is not None:
+                progress(f"applying {migration.name}")
             # No parameters: sent with the simple query protocol, so a file may hold many
             # statements and `%` needs no escaping.
             conn.execute(migration.path.read_text(encoding="utf-8"))  # type: ignore[arg-type]
@@ -143,7 +149,9 @@ def upgrade(conn: psycopg.Connection, directory: Path | None = None, *,
                 (migration.version, migration.name, migration.writers_from()),
             )
         applied.append(migration.name)
-    _complete_indexes(conn)
+        if progress is not None:
+            progress(f"applied {migration.name}")
+    _complete_indexes(conn, progress)
     return applied
 
 
@@ -153,7 +161,8 @@ def _unfinished_indexes(conn: psycopg.Connection) -> bool:
         return bool(online_index.pending(conn))
 
 
-def _complete_indexes(conn: psycopg.Connection) -> None:
+def _complete_indexes(conn: psycopg.Connection,
+                      progress: Callable[[str], None] | None = None) -> None:
     """Build the partition indexes that migrations left to be built CONCURRENTLY
     (store/online_index.py), outside any transaction, under the migration lock held for the
     session so that concurrent upgraders do not build the same index twice."""
@@ -164,7 +173,7 @@ def _complete_indexes(conn: psycopg.Connection) -> None:
     try:
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
         try:
-            online_index.complete(conn)
+            online_index.complete(conn, progress)
         except psycopg.errors.InsufficientPrivilege:
             pass  # a role that may not build indexes: the owner's `jobio db upgrade` will
         finally:

@@ -19,6 +19,8 @@ dropped and built again. Queries work meanwhile: they just lack that index.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import psycopg
@@ -71,17 +73,21 @@ def _body(definition: str) -> str:
     return unique + definition[match.end():]
 
 
-def complete(conn: psycopg.Connection) -> list[str]:
+def complete(conn: psycopg.Connection,
+             progress: Callable[[str], None] | None = None) -> list[str]:
     """Build and attach the missing partition indexes of every pending partitioned index;
     return the partition indexes attached. `conn` must be in autocommit mode (CONCURRENTLY
-    runs outside a transaction); the caller serialises concurrent upgraders."""
+    runs outside a transaction); the caller serialises concurrent upgraders. `progress` is
+    told of each partition's build as it ends: on a site's data the whole can take an hour,
+    and an upgrade that prints nothing meanwhile looks hung."""
     if not conn.autocommit:
         raise ValueError("complete() needs an autocommit connection")
     attached: list[str] = []
     for index, definition, table_oid in pending(conn):
         body = _body(definition)
-        for partition, part_oid in conn.execute(
-                _MISSING_SQL, {"table": table_oid, "index": index}).fetchall():
+        missing = conn.execute(_MISSING_SQL, {"table": table_oid, "index": index}).fetchall()
+        for number, (partition, part_oid) in enumerate(missing, 1):
+            started = time.monotonic()
             child = _matching(conn, part_oid, body)
             if child is None:
                 using = body.removeprefix("UNIQUE ")
@@ -94,6 +100,9 @@ def complete(conn: psycopg.Connection) -> list[str]:
             conn.execute(sql.SQL("ALTER INDEX {} ATTACH PARTITION {}").format(
                 sql.SQL(index), sql.SQL(child)))
             attached.append(child)
+            if progress is not None:
+                progress(f"index {index}: partition {partition} done ({number}/{len(missing)},"
+                         f" {time.monotonic() - started:.1f} s; writers were not blocked)")
     return attached
 
 

@@ -139,3 +139,19 @@ def test_a_role_that_may_not_build_indexes_leaves_them_to_the_owner(
         assert not _valid(conn, "test_uid_idx")
         assert migrate.upgrade(conn, directory) == []
         assert _valid(conn, "test_uid_idx")
+
+
+def test_upgrade_reports_each_migration_and_each_partition_build_as_it_goes(
+        db_dsn: str, tmp_path: Path) -> None:
+    """On a site's data the builds take long: the admin is told of each one as it ends."""
+    directory = _migrations_with(tmp_path, INDEX_SQL)
+    steps: list[str] = []
+    with psycopg.connect(db_dsn) as conn:
+        _rows(conn, 2)
+        assert migrate.upgrade(conn, directory, progress=steps.append) == ["9001_test_index"]
+        parts = _partitions(conn)
+    assert steps[:2] == ["applying 9001_test_index", "applied 9001_test_index"]
+    built = [s for s in steps[2:] if s.startswith("index test_uid_idx: partition ")]
+    assert len(built) == len(parts) == len(steps) - 2
+    assert {s.split()[3] for s in built} == parts
+    assert built[-1].split("(")[1].startswith(f"{len(parts)}/{len(parts)},")
