@@ -83,3 +83,43 @@ def test_what_a_job_printed_beside_the_blind_bytes_is_at_least_its_part(case):
     assert s.rule == EVIDENCE
     assert s.fractions[1] == pytest.approx(share1)
     assert s.fractions[2] == pytest.approx(1 - share1)
+
+
+# Rule 0's *on target*: job 1 wrote by its id on the blind delta's own target (fs-OST0000)
+# until the ids went missing at 4000, on the MDT too, so it printed nothing during the delta;
+# job 2 printed during it, on fs-OST0001 and the MDT (rule 0's "busy"), and wrote 400 a read there
+# around it (rule 3 never holds it back). case: (job 1's rows, job 2's rows besides its busy ones, job 1's share)
+EDGE_TARGET = "fs-OST0000"
+BUSY_2 = (row(4000, 4120, job=2, target="fs-OST0001", wb=400),
+          row(4000, 4120, job=2, target=MDT, opens=5))
+ON_TARGET = {
+    # 150 a read right up to the delta: at twice that it could have done the delta's 400
+    # at least half (rule 0 keeps it); its rate on the delta's own target decides (job 2
+    # showed none there), and rule 2 gives job 2 only what exceeds twice job 1's edge rate
+    "on the target up to the delta: keeps its claim": (
+        direct_around(1, 3400, 4000, per_read=150),
+        direct_around(2, 3400, 4720, per_read=400, target="fs-OST0001"), 0.75),
+    # 20 a read: at twice that it explains a tenth of the delta, not a half: rule 0 stands
+    "a trickle on the target: rule 0 stands": (
+        direct_around(1, 3400, 4000, per_read=20),
+        direct_around(2, 3400, 4720, per_read=400, target="fs-OST0001"), 0.0),
+    # the busy job wrote on the delta's target nearby as well: rule 0 stands
+    "the busy one printed on the target too: rule 0 stands": (
+        direct_around(1, 3400, 4000, per_read=150),
+        direct_around(2, 3400, 4720, per_read=400), 0.0),
+    # job 1's only row on the target is a 22-minute read (an outage) ending at 4000: it
+    # says nothing of the moment the ids went missing; rule 0 stands
+    "only a 22-minute read on the target: rule 0 stands": (
+        [row(2680, 4000, job=1, target=EDGE_TARGET, wb=1650)],
+        direct_around(2, 3400, 4720, per_read=400, target="fs-OST0001"), 0.0),
+}
+
+
+@pytest.mark.parametrize("case", ON_TARGET.values(), ids=ON_TARGET.keys())
+def test_a_job_writing_on_the_target_when_its_ids_went_missing_is_not_ruled_out(case):
+    rows1, rows2, share1 = case
+    e = ev(*rows1, *rows2, *BUSY_2)
+    s = split(row(4000, 4120, wb=400), WRITE, [A, B], e, [], now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[1] == pytest.approx(share1)
+    assert s.fractions[2] == pytest.approx(1 - share1)
