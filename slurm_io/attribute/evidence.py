@@ -62,7 +62,6 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     facet,
     measures,
     merge,
-    on_target,
     overlap,
     paced_amounts,
     requests,
@@ -160,8 +159,6 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return None
     a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
     busy = [c for c in active if evidence.seen(d.node, c.job, None, a, b)]
-    if busy and len(busy) < len(active):
-        busy += on_target(d, i, busy, [c for c in active if c not in busy], evidence, blind)
     if busy and len(busy) < len(active):
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]

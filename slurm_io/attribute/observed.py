@@ -200,10 +200,9 @@ class Evidence:
         return self.amount(node, job, windows, None, "OST", i) / ops
 
     def amount(self, node: str, job: int, windows: Sequence[Interval], target: str | None,
-               kind: str, i: int, longest: float = float("inf")) -> float:
+               kind: str, i: int) -> float:
         """Facet `i` of the job's own rows on `node` inside `windows` (pro rata of each row's
-        interval), on `target` when given, else on every target of `kind`; rows longer than
-        `longest` seconds left out (a 22-minute outage read says little about its edges)."""
+        interval), on `target` when given, else on every target of `kind`."""
         rows = self._rows.get((node, job))
         if not rows or not windows:
             return 0.0
@@ -219,8 +218,6 @@ class Evidence:
             if not v:
                 continue
             length = r.t1 - r.t0
-            if length > longest:
-                continue
             if length <= 0:
                 if any(a <= r.t1 <= b for a, b in windows):
                     total += v
@@ -269,31 +266,3 @@ def paced_amounts(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Ev
         if ratio > 0:
             out[c.job] = ops * ratio
     return out
-
-
-def on_target(d: DeltaRow, i: int, busy: Sequence[JobWindow], idle: Sequence[JobWindow],
-              evidence: Evidence, blind: Sequence[Interval]) -> list[JobWindow]:
-    """The candidates rule 0 found idle that still keep their claim (rule 0's *on target*):
-    those that moved facet `i` by their own id on the delta's own target around it (+-10
-    min, blind stretches taken out), when none of the busy did. A job writing on that OST
-    until its ids went missing was still writing there a moment later, though its MDT may
-    have gone blind with them; a job busy on other targets during the interval is not
-    thereby the owner of these bytes."""
-    if d.node is None or i > 1:
-        return []
-    a, b = d.ts_start, d.ts_end
-    holes = merge([*blind, (a, b)])
-    wide = subtract(a - WINDOWS[0], b + WINDOWS[0], holes)
-    edge = subtract(a - MIN_OBSERVED / 2, b + MIN_OBSERVED / 2, holes)
-    kind = target_kind(d.target)
-
-    def printed(c: JobWindow, near: list[Interval]) -> float:
-        return evidence.amount(d.node, c.job, near, d.target, kind, i,  # type: ignore[arg-type]
-                               WINDOWS[0])
-
-    if any(printed(c, wide) > 0 for c in busy):
-        return []
-    # at twice its rate at an edge, it could have done at least half of the delta
-    need = measures(d.counters)[i] / (2 * CAP_SLACK * (b - a))
-    return [c for c in idle if need > 0 and any(
-        printed(c, [(x, y)]) >= need * max(y - x, 1.0) for x, y in edge)]
