@@ -329,8 +329,7 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
            evidence: Evidence, paced: dict[int, float] | None = None) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
-    writes, operations for the rest), or its pace, or its rate during the delta's own read
-    interval (`_during`), whichever is highest: what it can
+    writes, operations for the rest): what it can
     not have done goes to the candidates that can, in proportion to what they had; where
     no candidate can, the rest is shared in proportion to their peaks (by time when no
     candidate showed any)."""
@@ -373,10 +372,13 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
 
 
 def _during(d: DeltaRow, j: int, i: int, kind: str, evidence: Evidence) -> float:
-    """The rate (per second of the delta's read interval) at which job `j` moved facet `i`
-    (read bytes, written bytes, operations) by its own id on targets of `kind` on the node
+    """The rate (per second of the delta's read interval) at which job `j` moved bytes
+    (facets 0, 1) or operations (facet 2) by its own id on targets of `kind` on the node
     during that interval: what it was doing then, however short its rows (a row cut short
     by ids that went missing is too short for a peak)."""
     assert d.node is not None
     span = [(d.ts_start, d.ts_end)]
-    return evidence.amount(d.node, j, span, None, kind, i) / max(d.ts_end - d.ts_start, 1.0)
+    got = (evidence.amount(d.node, j, span, None, kind, 2) if i == 2 else
+           evidence.amount(d.node, j, span, None, kind, 0)
+           + evidence.amount(d.node, j, span, None, kind, 1))
+    return got / max(d.ts_end - d.ts_start, 1.0)
