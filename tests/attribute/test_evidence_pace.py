@@ -83,29 +83,3 @@ def test_what_a_job_printed_beside_the_blind_bytes_is_at_least_its_part(case):
     assert s.rule == EVIDENCE
     assert s.fractions[1] == pytest.approx(share1)
     assert s.fractions[2] == pytest.approx(1 - share1)
-
-
-# Rule 3 and what a candidate moved during the delta: job 1 wrote 10 a read around the
-# blind delta (its peak: 10 per 120 s), and by its id during the delta's own read interval
-# `during` bytes on fs-OST0001 in a 20-second row (its ids went missing then: too short a
-# row for a peak); job 2, 100 a read around it on fs-OST0002, printed nothing during the
-# delta, so rule 0 gives the 400 blind bytes to job 1. case: (during, job 1's share)
-DURING = {
-    # 300 in the interval: 300 per 120 s, at twice that it can have done the whole delta
-    "busy in a short row: the cap lets it keep the delta": (300, 1.0),
-    # 30: the cap is twice 30 of 400 (0.15); job 2 can take at most twice its 100 (0.5),
-    # and the 0.35 no one can have done goes by those caps, 0.15 : 0.5
-    "little during: the cap holds it": (30, 0.15 + 0.35 * 0.15 / 0.65),
-}
-
-
-@pytest.mark.parametrize("case", DURING.values(), ids=DURING.keys())
-def test_what_a_job_moved_during_the_delta_lifts_its_cap(case):
-    during, share1 = case
-    e = ev(*direct_around(1, 3400, 4720, per_read=10, target="fs-OST0001"),
-           row(4000, 4020, job=1, target="fs-OST0001", wb=during),
-           *direct_around(2, 3400, 4720, per_read=100, target="fs-OST0002"))
-    s = split(row(4000, 4120, wb=400), WRITE, [A, B], e, [], now=20000)
-    assert s.rule == EVIDENCE
-    assert s.fractions[1] == pytest.approx(share1)
-    assert s.fractions[2] == pytest.approx(1 - share1)
