@@ -342,8 +342,7 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
         caps[j] = float("inf") if peak is None else CAP_SLACK * max(
-            peak * over[j], (paced or {}).get(j, 0.0),
-            _during(d, j, i, kind, evidence) * over[j]) / amount
+            peak * over[j], (paced or {}).get(j, 0.0)) / amount
     if all(c == float("inf") for c in caps.values()):
         return fractions
     out = dict(fractions)
@@ -369,16 +368,3 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
             out[j] += rest * (peaks[j] / total if total > 0
                               else over[j] / sum(over[k] for k in out))
     return out
-
-
-def _during(d: DeltaRow, j: int, i: int, kind: str, evidence: Evidence) -> float:
-    """The rate (per second of the delta's read interval) at which job `j` moved bytes
-    (facets 0, 1) or operations (facet 2) by its own id on targets of `kind` on the node
-    during that interval: what it was doing then, however short its rows (a row cut short
-    by ids that went missing is too short for a peak)."""
-    assert d.node is not None
-    span = [(d.ts_start, d.ts_end)]
-    got = (evidence.amount(d.node, j, span, None, kind, 2) if i == 2 else
-           evidence.amount(d.node, j, span, None, kind, 0)
-           + evidence.amount(d.node, j, span, None, kind, 1))
-    return got / max(d.ts_end - d.ts_start, 1.0)
