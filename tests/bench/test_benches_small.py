@@ -174,6 +174,10 @@ def test_accuracy_small(pg_dsn: str) -> None:
     assert len(re.findall(r"start-up splits perfect .*: byte accuracy \d+\.\d+ %", out)) == 3
     assert len(re.findall(r"distance of the byte accuracy to that first ceiling: -?\d+\.\d+ "
                           r"points", out)) == 3
+    assert len(re.findall(r"start-up splits taken out as well .*: byte accuracy \d+\.\d+ %",
+                          out)) == 3
+    assert len(re.findall(r"distance to the ceiling without the start-up splits .*: -?\d+\.\d+ "
+                          r"points", out)) == 3
     assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
     # --ranges: a row per scenario, every job where the rule guarantees it inside its range
     rows = re.findall(r"^\| (default|dense|leaky) \| 1 \| (\d+) \| [\d.]+ % \| (\d+) / (\d+) \|",
