@@ -354,8 +354,11 @@ def report(conn: psycopg.Connection, steps: list[dict], calls: list[dict]) -> No
     acked = sum(c["rows"] for c in calls if c["kind"] == "write" and not c["error"])
     stored = conn.execute("SELECT coalesce(sum(n_rows), 0) FROM ingest_batch WHERE collector "
                           "= %s", (WRITER,)).fetchone()
+    # the writer's job ids only: a source may have larger keys of its own (sql/0020's
+    # job_key_seq starts at 2**32), which a bare `job >= WRITER_JOBS` would count too
     rows = conn.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end >= to_timestamp(%s)"
-                        " AND job >= %s", (LAST_DAY, WRITER_JOBS)).fetchone()
+                        " AND job BETWEEN %s AND %s",
+                        (LAST_DAY, WRITER_JOBS, WRITER_JOBS + 999_999)).fetchone()
     print(f"writer rows acknowledged {acked:,}, in ingest_batch {stored[0] if stored else 0:,}"
           f", in jobstats_delta (its days) {rows[0] if rows else 0:,}; errors: "
           f"{'; '.join(errors) or 'none'}")
