@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import psycopg
 from psycopg import sql
 
-from slurm_io.jobs.hookenv import record_from_hook_env
 from slurm_io.jobs.runs import latest_per_run
-from slurm_io.model import JobRecord
-from slurm_io.store.problems import Problem
+
+if TYPE_CHECKING:  # (imported where used: `jobio JOBID` reads jobs, writes none; issue 25)
+    from slurm_io.jobs.hookenv import record_from_hook_env
+    from slurm_io.model import JobRecord
+    from slurm_io.store.problems import Problem
 
 __all__ = [
     "UpsertCounts",
@@ -43,6 +45,17 @@ __all__ = [
     "upsert_job_counts",
     "upsert_jobs",
 ]
+
+
+
+def __getattr__(name: str) -> object:
+    """`record_from_hook_env`, re-exported for the intake, imported when first named."""
+    if name == "record_from_hook_env":
+        from slurm_io.jobs.hookenv import record_from_hook_env
+
+        return record_from_hook_env
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # (job table column, COPY type), in JobRecord field order. The record's `job` (JobIDRaw)
 # goes to job_raw; the row key `job` is found or made by _ASSIGN_KEYS (sql/0020).
@@ -129,6 +142,8 @@ def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, sourc
     Integers are range-checked here first: psycopg's binary COPY (the C implementation)
     wraps an int4 overflow instead of refusing it (uid 2^31 arrives as -2^31).
     """
+    from slurm_io.store.problems import Problem
+
     out_of_range = [(r, why) for r in records if (why := _out_of_range(r))]
     if out_of_range:
         bad = {id(r) for r, _ in out_of_range}
