@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import click
 
 from slurm_io import config as config_mod
-from slurm_io.cli import connect, extras
+from slurm_io.cli import extras
 from slurm_io.config import Config, ConfigError
 from slurm_io.jobs.spec import JOBID_ARG  # the commands import it from here
 
@@ -212,6 +212,8 @@ def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
 
 def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
     """cli.connect.connect_db, a schema this release cannot use as one line (JobioError)."""
+    from slurm_io.cli import connect
+
     try:
         return connect.connect_db(cfg, upgrade=upgrade)
     except Exception as e:
@@ -224,6 +226,8 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
 def connect_read(cfg: Config) -> Any:
     """cli.connect.connect_read (the standby of `read_dsn`, else the database, never
     upgraded), a schema this release cannot use as one line (JobioError)."""
+    from slurm_io.cli import connect
+
     try:
         return connect.connect_read(cfg)
     except Exception as e:
@@ -233,7 +237,11 @@ def connect_read(cfg: Config) -> Any:
         raise err from e
 
 
-read_lag = connect.read_lag
+def read_lag(cfg: Config, conn: Any) -> float | None:
+    """cli.connect.read_lag: the standby's replication lag, None without `read_dsn`."""
+    from slurm_io.cli import connect
+
+    return connect.read_lag(cfg, conn)
 
 
 def _schema_error(e: BaseException) -> JobioError | None:
