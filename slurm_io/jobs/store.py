@@ -50,11 +50,10 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     """`record_from_hook_env`, re-exported for the intake, imported when first named."""
-    if name == "record_from_hook_env":
-        from slurm_io.jobs.hookenv import record_from_hook_env
-
-        return record_from_hook_env
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name != "record_from_hook_env":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from slurm_io.jobs import hookenv
+    return hookenv.record_from_hook_env
 
 
 # (job table column, COPY type), in JobRecord field order. The record's `job` (JobIDRaw)
