@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING, NamedTuple
 import psycopg
 from psycopg import sql
 
+# hookenv stays imported here: the first module of the server extra that `jobio report`
+# and `jobs import` reach on a collector's install is python-hostlist (tests/install)
+from slurm_io.jobs.hookenv import record_from_hook_env
 from slurm_io.jobs.runs import latest_per_run
 
 if TYPE_CHECKING:  # (imported where used: `jobio JOBID` reads jobs, writes none; issue 25)
-    from slurm_io.jobs.hookenv import record_from_hook_env
     from slurm_io.model import JobRecord
     from slurm_io.store.problems import Problem
 
@@ -46,14 +48,6 @@ __all__ = [
     "upsert_jobs",
 ]
 
-
-
-def __getattr__(name: str) -> object:
-    """`record_from_hook_env`, re-exported for the intake, imported when first named."""
-    if name != "record_from_hook_env":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from slurm_io.jobs import hookenv
-    return hookenv.record_from_hook_env
 
 
 # (job table column, COPY type), in JobRecord field order. The record's `job` (JobIDRaw)
