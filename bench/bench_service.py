@@ -1,7 +1,7 @@
 """`jobio JOBID` through the service (`jobio serve`, MUNGE) against a local `jobio show`.
 
     .venv/bin/python bench/bench_service.py --dsn DSN [--user alice] [--clients 50]
-        [--seconds 20] [--munge-socket SOCK] [--venv DIR] [--tls ec|rsa|none]
+        [--spread U1,U2,...] [--seconds 20] [--munge-socket SOCK] [--venv DIR] [--tls ec|rsa|none]
         [--munge lib|exec] [--threads 4] [--processes 1] [--no-netns]
 
 DSN: the superuser conninfo of a database built by `bench_show.py build` (its jobs belong to
@@ -97,9 +97,10 @@ def _source_stamp() -> str:
                      for p in files if p.is_file())
 
 
-def prepare(dsn: str, user: str) -> list[int]:
+def prepare(dsn: str, user: str, *, required: bool = True) -> list[int]:
     """The user's role, the service account's role; the Slurm ids of the user's finished
-    jobs (what a person types), attributed as on a site."""
+    jobs (what a person types), attributed as on a site (none: exit, unless not
+    `required`)."""
     from slurm_io.store import accounts
 
     uid = pwd.getpwnam(user).pw_uid
@@ -128,7 +129,7 @@ def prepare(dsn: str, user: str) -> list[int]:
             conn.commit()
             print(f"attributed {len(todo)} finished jobs of {user} in "
                   f"{time.perf_counter() - t:.1f} s")
-    if not jobs:
+    if not jobs and required:
         sys.exit(f"no finished jobs of uid {uid} in the database")
     return jobs
 
@@ -310,6 +311,9 @@ def main() -> None:
     ap.add_argument("--tls", choices=("ec", "rsa", "none"), default="ec")
     ap.add_argument("--munge", choices=("lib", "exec"), default="lib")
     ap.add_argument("--no-netns", dest="netns", action="store_false")
+    ap.add_argument("--spread", default="", help="comma-separated OS users: after the "
+                    "user's own 50 clients, the same clients with these users' requests "
+                    "in turn (a site's login nodes; each user has her own fair queue)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root (runs commands as the user and the service account)")
@@ -317,6 +321,11 @@ def main() -> None:
         and subprocess.run(["useradd", "-r", "-M", "-s", "/usr/sbin/nologin", SERVICE_ACCOUNT],
                            check=True)
     jobs = prepare(args.dsn, args.user)
+    # (the users who own finished jobs: a small database leaves some without)
+    spread = [(u, prepare(args.dsn, u, required=False)) for u in args.spread.split(",") if u]
+    args.spread_jobs = [(u, theirs) for u, theirs in spread if theirs]
+    if args.spread and len(args.spread_jobs) < 2:
+        sys.exit(f"--spread: fewer than 2 of {args.spread} own finished jobs")
     jobio = public_venv(args.venv)
     with contextlib.ExitStack() as stack:
         netns = stack.enter_context(login_namespace()) if args.netns else None
@@ -388,6 +397,8 @@ def measure(args: argparse.Namespace, jobs: list[int], jobio: Path, netns: str |
               f"{pct(lat, 99):.1f} ms; service time p50 {pct(app, 50):.1f} ms, p99 "
               f"{pct(app, 99):.1f} ms; {load()}")
         concurrent(args, client, jobs, rng, svc.pid)
+        if args.spread_jobs:
+            concurrent(args, client, jobs, rng, svc.pid, args.spread_jobs)
     finally:
         os.killpg(svc.pid, 15)
         svc.wait(timeout=30)
@@ -413,16 +424,24 @@ class Requests:
 
 
 def concurrent(args: argparse.Namespace, client: Client, jobs: list[int],
-               rng: random.Random, service_pid: int) -> None:
-    """args.clients threads, each sending one request after the other for args.seconds."""
+               rng: random.Random, service_pid: int,
+               spread: list[tuple[str, list[int]]] | None = None) -> None:
+    """args.clients threads, each sending one request after the other for args.seconds; the
+    requests are the user's (args.user, `jobs`), or with `spread` (user, their jobs) each
+    user's in turn, as the login nodes of a site send them."""
+    owners = spread or [(args.user, jobs)]
     n = int(args.clients * args.seconds * 8)
-    targets = [f"/v1/show?jobid={rng.choice(jobs)}" for _ in range(n)]
     t = time.perf_counter()
-    creds = mint(args.user, args.munge_socket, targets)
-    print(f"({n} credentials minted in {time.perf_counter() - t:.1f} s)")
+    per_user = []
+    for user, theirs in owners:
+        targets = [f"/v1/show?jobid={rng.choice(theirs)}" for _ in range(-(-n // len(owners)))]
+        per_user.append(list(zip(targets, mint(user, args.munge_socket, targets), strict=True)))
+    mixed = [pair for turn in zip(*per_user, strict=True) for pair in turn]
+    print(f"({len(mixed)} credentials minted in {time.perf_counter() - t:.1f} s)")
     results: list[tuple[float, float, dict[str, float]]] = []
     lock = threading.Lock()
-    requests = Requests(targets, creds, time.perf_counter() + args.seconds)
+    requests = Requests([p[0] for p in mixed], [p[1] for p in mixed],
+                        time.perf_counter() + args.seconds)
 
     def run() -> None:
         while (nxt := requests.next()) is not None:
@@ -442,14 +461,15 @@ def concurrent(args: argparse.Namespace, client: Client, jobs: list[int],
     own, svc = time.process_time() - cpu[0], cpu_seconds(service_pid) - cpu[1]
     lat = [1000 * r[0] for r in results]
     app = [r[1] for r in results]
-    print(f"{args.clients} concurrent clients, {elapsed:.1f} s: {len(results)} requests, "
+    who = f" of {len(owners)} users" if spread else ""
+    print(f"{args.clients} concurrent clients{who}, {elapsed:.1f} s: {len(results)} requests, "
           f"{len(results) / elapsed:.0f} req/s; latency p50 {pct(lat, 50):.0f} ms, p99 "
           f"{pct(lat, 99):.0f} ms; service time p50 {pct(app, 50):.1f} ms, p99 "
           f"{pct(app, 99):.1f} ms; {before} before, {load()} after")
     parts = {k: [r[2].get(k, 0.0) for r in results] for k in ("prep", "wait", "run")}
-    print("service time's parts: " + "; ".join(
+    print(f"service time's parts{who}: " + "; ".join(
         f"{k} p50 {pct(v, 50):.1f} ms, p99 {pct(v, 99):.1f} ms" for k, v in parts.items()))
-    print(f"CPU per request: service process(es) {1000 * svc / len(results):.1f} ms, the "
+    print(f"CPU per request{who}: service process(es) {1000 * svc / len(results):.1f} ms, the "
           f"benchmark's clients {1000 * own / len(results):.1f} ms (PostgreSQL and munged "
           f"not counted)")
 

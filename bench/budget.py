@@ -215,9 +215,11 @@ def web_figures(s: Sizes, dsn: str) -> dict[str, float]:
 def service_figures(s: Sizes, dsn: str, venv: Path) -> dict[str, float]:
     text = run(PY, str(BENCH / "bench_service.py"), "--dsn", dsn, "--clients",
                str(s.clients), "--seconds", str(s.seconds), "--n", str(s.repeat),
-               "--venv", str(venv), "--no-netns")
-    return {"service_p99": grab(r"concurrent clients.*service time p50 [\d.]+ ms, p99 "
-                                r"([\d.]+) ms", text),
+               "--venv", str(venv), "--no-netns", "--spread", "alice,bob,carol")
+    return {"service_p99": grab(r"concurrent clients of \d+ users.*service time p50 [\d.]+ "
+                                r"ms, p99 ([\d.]+) ms", text),
+            "service_p99_one_user": grab(r"concurrent clients,.*service time p50 [\d.]+ ms, "
+                                         r"p99 ([\d.]+) ms", text),
             "service_wait_p99": grab(r"parts:.*wait p50 [\d.]+ ms, p99 ([\d.]+) ms", text),
             "service_run_p99": grab(r"parts:.*run p50 [\d.]+ ms, p99 ([\d.]+) ms", text),
             "service_rate": grab(r"concurrent clients.* ([\d.]+) req/s", text)}

@@ -40,8 +40,8 @@ from slurm_io.attribute.evidence import (
 from slurm_io.attribute.ranges import Bounds, touches
 from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
+from slurm_io.counter_names import METADATA_OPS  # not model (issue 25: start-up)
 from slurm_io.jobs.info import JobWindow
-from slurm_io.model import METADATA_OPS
 from slurm_io.timebuckets import spread_buckets
 
 SMALL_IO = 64 * 1024

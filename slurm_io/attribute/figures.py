@@ -26,7 +26,6 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.attribute import stored
-from slurm_io.attribute.batch import attribute_job
 from slurm_io.attribute.core import JobIO
 from slurm_io.jobs.info import JobWindow
 
@@ -54,6 +53,10 @@ def figures(conn: psycopg.Connection, job: JobWindow, *, now: float | None = Non
     s = stored.stored_job_io(conn, job.job) if job.end is not None else None
     if s is not None and use_stored(s):
         return Figures(s.io, s.complete, s.revision)
+    # imported here: a job whose stored figures hold (`jobio JOBID` of a finished job)
+    # needs none of the attribution's queries (issue 25: start-up)
+    from slurm_io.attribute.batch import attribute_job
+
     io = attribute_job(conn, job, now=now, resolution=resolution)
     done_until = stored.data_complete_until(conn)
     complete = job.end is not None and done_until is not None and done_until >= job.end

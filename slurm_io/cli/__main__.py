@@ -1,5 +1,5 @@
-"""`python -m slurm_io.cli` runs `jobio`."""
+"""`python -m slurm_io.cli` runs `jobio` (the console script's entry.main)."""
 
-from slurm_io.cli import main
+from slurm_io.cli.entry import main
 
 main()

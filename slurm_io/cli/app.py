@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -106,30 +107,61 @@ class JobioGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (JobioError, _HELP):  # `jobio db` alone: its help
-            raise
-        except click.UsageError as e:  # a subcommand's: `jobio show -S 2026-13-45`
-            raise JobioError(e.format_message(), e.exit_code) from e
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
         except Exception as e:
-            hint = extras.missing_extra(e, ctx.invoked_subcommand)
-            if hint is not None:  # a role's install without this command's extra
-                raise JobioError(hint) from e
-            from slurm_io.cli.refusal import as_refusal
-
-            refused = as_refusal(e)  # the database's "permission denied": one line
-            if refused is not None:
-                raise JobioError(refused.format_message()) from e
-            if ((isinstance(e, OSError) and e.errno == errno.EPIPE)  # `jobio ... | head`
-                    or os.environ.get(TRACEBACK_ENV) == "1"):
+            err = _translated(e, ctx.invoked_subcommand, ctx.params.get("verbose") or 0)
+            if err is e:
                 raise
-            raise _one_line(ctx, e) from e
+            raise err from e
 
 
-def _one_line(ctx: click.Context, e: Exception) -> JobioError:
+def _translated(e: Exception, command: str | None, verbose: int) -> Exception:
+    """What the group makes of `e` raised by `command` or by the group's own callback: the
+    exception to raise in its place (`e` itself when it stays as it is)."""
+    # `jobio db` alone: its help (_HELP may be (): a tuple, not a union)
+    if isinstance(e, (JobioError, _HELP)):
+        return e
+    if isinstance(e, click.UsageError):  # a subcommand's: `jobio show -S 2026-13-45`
+        return JobioError(e.format_message(), e.exit_code)
+    if isinstance(e, click.ClickException | click.exceptions.Exit | click.Abort):
+        return e
+    hint = extras.missing_extra(e, command)
+    if hint is not None:  # a role's install without this command's extra
+        return JobioError(hint)
+    from slurm_io.cli.refusal import as_refusal
+
+    refused = as_refusal(e)  # the database's "permission denied": one line
+    if refused is not None:
+        return JobioError(refused.format_message())
+    if ((isinstance(e, OSError) and e.errno == errno.EPIPE)  # `jobio ... | head`
+            or os.environ.get(TRACEBACK_ENV) == "1"):
+        return e
+    return _one_line(verbose, e)
+
+
+def exit_as_group(e: BaseException, command: str) -> NoReturn:
+    """Print what `jobio` prints and exit as it exits when `command`, run by the group, raised
+    `e` (cli/entry.py runs `jobio JOBID` without click and ends its failures here): the same
+    translation (_translated) and click's own ending of a standalone command."""
+    from slurm_io.config import ConfigError
+    from slurm_io.report.show_docs import AmbiguousJob
+
+    if isinstance(e, ConfigError | AmbiguousJob):  # as the group's callback and `show` say it
+        e = click.UsageError(str(e))
+    e = _schema_error(e) or e
+
+    def fail() -> None:
+        if not isinstance(e, Exception):  # KeyboardInterrupt: click's "Aborted!"
+            raise e
+        err = _translated(e, command, 0)
+        raise err
+
+    click.Command("jobio", callback=fail).main(args=[], prog_name="jobio")
+    raise AssertionError("a standalone click command exits")
+
+
+def _one_line(verbose: int, e: Exception) -> JobioError:
     """What an exception no command handled becomes: one line (the traceback too with -v)."""
-    if ctx.params.get("verbose"):
+    if verbose:
         import traceback
 
         traceback.print_exception(e)
@@ -140,7 +172,7 @@ def _one_line(ctx: click.Context, e: Exception) -> JobioError:
     if not isinstance(e, OSError | ValueError) and type(e).__module__.split(".")[0] not in (
             "psycopg",):
         message = f"{type(e).__name__}: {message}"
-    return JobioError(message + ("" if ctx.params.get("verbose") else "  (-v: traceback)"))
+    return JobioError(message + ("" if verbose else "  (-v: traceback)"))
 
 
 @click.group(cls=JobioGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -179,37 +211,46 @@ def main(ctx: click.Context, config_file: Path | None, dsn: str | None,
 
 
 def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
-    from slurm_io.store import db, migrate
+    """cli.connect.connect_db, a schema this release cannot use as one line (JobioError)."""
+    from slurm_io.cli import connect
 
-    conn = db.connect(cfg.dsn, state_dir=cfg.state_dir)
-    try:  # this release against the database's schema: upgraded, usable, or one line
-        migrate.check(conn, upgrade_first=upgrade, settings=migrate.config_settings(cfg))
-    except migrate.SchemaMismatch as e:
-        conn.close()
-        raise JobioError(str(e)) from e
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    try:
+        return connect.connect_db(cfg, upgrade=upgrade)
+    except Exception as e:
+        err = _schema_error(e)
+        if err is None:
+            raise
+        raise err from e
 
 
 def connect_read(cfg: Config) -> Any:
-    """A reader's connection: the standby of `read_dsn` when configured (never upgraded
-    from there: a standby takes no writes; the schema it replays is the primary's), else
-    `connect_db` without upgrading, as the readers always did."""
-    if not cfg.read_dsn:
-        return connect_db(cfg, upgrade=False)
-    return connect_db(cfg.replace(dsn=cfg.read_dsn), upgrade=False)
+    """cli.connect.connect_read (the standby of `read_dsn`, else the database, never
+    upgraded), a schema this release cannot use as one line (JobioError)."""
+    from slurm_io.cli import connect
+
+    try:
+        return connect.connect_read(cfg)
+    except Exception as e:
+        err = _schema_error(e)
+        if err is None:
+            raise
+        raise err from e
 
 
 def read_lag(cfg: Config, conn: Any) -> float | None:
-    """The replication lag a reader reports (store.standby): None without `read_dsn`, so
-    that a site without a standby sees its outputs unchanged."""
-    if not cfg.read_dsn:
-        return None
-    from slurm_io.store.standby import replication_lag
+    """cli.connect.read_lag: the standby's replication lag, None without `read_dsn`."""
+    from slurm_io.cli import connect
 
-    return replication_lag(conn)
+    return connect.read_lag(cfg, conn)
+
+
+def _schema_error(e: BaseException) -> JobioError | None:
+    """The one line of store.migrate.SchemaMismatch (the module is loaded when one was
+    raised; not imported here, psycopg with it), else None."""
+    migrate = sys.modules.get("slurm_io.store.migrate")
+    if migrate is not None and isinstance(e, migrate.SchemaMismatch):
+        return JobioError(str(e))
+    return None
 
 
 # -- database ------------------------------------------------------------------------------

@@ -115,27 +115,14 @@ def show(cfg: Config, jobids: tuple[str, ...], user: str | None, starttime: str 
     end: float | None = None
     if user or starttime or endtime:
         start, end = time_range(starttime, endtime, now, 86400)
-    if cfg.server:
-        from slurm_io.client.commands import fetch_show
-        from slurm_io.report.jobreport import JobReport
+    from slurm_io.cli.entry import show_reports
+    from slurm_io.report.show_docs import AmbiguousJob
 
-        docs, missing = fetch_show(cfg, list(jobids), user, start, end, clusters)
-        reports = [JobReport.from_json(d, now=now) for d in docs]
-    else:
-        from dataclasses import replace
-
-        from slurm_io.report.show_docs import AmbiguousJob, parse_clusters, show_documents
-
-        with connect_read(cfg) as conn:
-            lag = read_lag(cfg, conn)
-            try:
-                reports, missing = show_documents(
-                    conn, list(jobids), user, start, end, now=now, resolution=cfg.interval,
-                    clusters=parse_clusters(clusters),
-                    all_clusters=clusters is not None and parse_clusters(clusters) is None)
-            except AmbiguousJob as e:
-                raise click.UsageError(str(e)) from None
-        reports = [replace(r, replication_lag=lag) for r in reports]
+    try:
+        docs, reports, missing = show_reports(cfg, list(jobids), user, start, end, clusters,
+                                              now, connect_read, read_lag)
+    except AmbiguousJob as e:
+        raise click.UsageError(str(e)) from None
     if as_json:
         click.echo(json.dumps(docs if cfg.server else [r.as_json() for r in reports],
                               indent=2, sort_keys=True))

@@ -10,8 +10,6 @@ import base64
 from pathlib import Path
 from typing import Any
 
-import click
-
 from slurm_io.client.http import ServiceError, call
 from slurm_io.config import Config
 from slurm_io.report.show_docs import Missing, why_missing
@@ -19,13 +17,18 @@ from slurm_io.service.protocol import SCHEMA
 
 
 def _call(cfg: Config, method: str, path: str, params: list[tuple[str, str]]) -> Any:
+    # click only for a failure: `jobio JOBID` runs without it (cli/entry.py; issue 25)
     assert cfg.server is not None
     try:
         doc = call(cfg.server, method, path, params, munge_socket=cfg.munge_socket,
                    ca_file=cfg.server_ca, timeout=cfg.server_timeout)
     except ServiceError as e:
+        import click
+
         raise click.ClickException(str(e)) from e
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        import click
+
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise click.ClickException(f"the jobio service at {cfg.server} speaks {got!r}, this "
                                    f"jobio {SCHEMA!r}: upgrade one of them")
@@ -55,6 +58,8 @@ def fetch_show(cfg: Config, jobids: list[str], user: str | None, start: float | 
 
 def report(cfg: Config, jobid: str, eml: Path | None, html: Path | None,
            clusters: str | None = None) -> None:
+    import click
+
     params = [("jobid", jobid)] + ([("clusters", clusters)] if clusters is not None else [])
     messages = _call(cfg, "GET", "/v1/report", params)["messages"]
     if not messages:

@@ -9,7 +9,10 @@ one, else their start times agree when both have one; a record with neither (a p
 
 from __future__ import annotations
 
-from slurm_io.model import JobRecord
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (annotations only: `jobio JOBID` does without model; issue 25)
+    from slurm_io.model import JobRecord
 
 
 def same_run(a: JobRecord, b: JobRecord) -> bool:

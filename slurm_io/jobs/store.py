@@ -23,15 +23,19 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import psycopg
 from psycopg import sql
 
+# hookenv stays imported here: the first module of the server extra that `jobio report`
+# and `jobs import` reach on a collector's install is python-hostlist (tests/install)
 from slurm_io.jobs.hookenv import record_from_hook_env
 from slurm_io.jobs.runs import latest_per_run
-from slurm_io.model import JobRecord
-from slurm_io.store.problems import Problem
+
+if TYPE_CHECKING:  # (imported where used: `jobio JOBID` reads jobs, writes none; issue 25)
+    from slurm_io.model import JobRecord
+    from slurm_io.store.problems import Problem
 
 __all__ = [
     "UpsertCounts",
@@ -43,6 +47,8 @@ __all__ = [
     "upsert_job_counts",
     "upsert_jobs",
 ]
+
+
 
 # (job table column, COPY type), in JobRecord field order. The record's `job` (JobIDRaw)
 # goes to job_raw; the row key `job` is found or made by _ASSIGN_KEYS (sql/0020).
@@ -129,6 +135,8 @@ def upsert_isolated(conn: psycopg.Connection, records: list[JobRecord], *, sourc
     Integers are range-checked here first: psycopg's binary COPY (the C implementation)
     wraps an int4 overflow instead of refusing it (uid 2^31 arrives as -2^31).
     """
+    from slurm_io.store.problems import Problem
+
     out_of_range = [(r, why) for r in records if (why := _out_of_range(r))]
     if out_of_range:
         bad = {id(r) for r, _ in out_of_range}
