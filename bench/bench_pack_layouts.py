@@ -1,0 +1,229 @@
+"""Packed-tier layouts measured on the same deltas: where the bytes of sql/0021 go, and what
+other layouts would take (issue 26 item 2: <= 24 bytes per delta).
+
+    .venv/bin/python bench/bench_pack_layouts.py --dsn DSN --db SCRATCH --from-dsn SOURCE
+        [--lo '2026-09-22 00:00+00' --hi '2026-09-23 00:00+00']
+
+Copies the deltas with ts_end in (lo, hi) of the SOURCE database -- both tiers, read through
+store.tiers.window, so a bench_pack database (hot and packed) or a slice of the site database
+(bench_site.py) alike, read-only -- into a flat table of the scratch database SCRATCH (made
+afresh on the server of --dsn), then builds each layout from it as a table with the packed
+tier's storage (lz4, STORAGE MAIN, toast_tuple_target = 128) and prints, per layout, its
+heap + TOAST bytes per delta (indexes are not built: ~0.5 B at hour rows, ~0.2 at day rows
+in bench_pack), rows, deltas per row, and the seconds one full read of it takes (every
+delta's values decoded and summed: what a reader of a whole day pays). For sql/0021's
+layout it prints also the bytes per delta of each column (pg_column_size).
+
+Layouts (each with one row per entry and hour, and per entry and UTC day):
+- `0021`: today's: one array per column (timestamptz[], bigint[], float8[]);
+- `offsets`: as 0021, with ts_end in microseconds from the row's start, ts_start and
+  last_update in microseconds before ts_end (int8[]: lossless);
+- `planes`: offsets, and every int8 array split into four int2 arrays of 16 bits each
+  (byte-plane transposition: lz4 has no entropy coder, but turns runs into matches), an
+  array NULL when its elements are all zero;
+- `one`: the planes of every column in ONE int2[] (column-major), compressed once: one
+  array header per row instead of one per column and plane.
+sumsq (float8) is taken as int8 (exact: every value here is an integer below 2^63; the run
+counts the ones that are not and says so: a real layout would keep those as float8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+ENTRY = "job, id_class, uid, host_id, raw_id"
+SPANS = {"hour": "date_trunc('hour', ts_end)", "day": "date_trunc('day', ts_end)"}
+ORDER = "ORDER BY target_id, ts_end, ts_start"
+TIMES = ("ts_end", "ts_start", "last_update", "entry_start")
+
+
+def _us(x: str) -> str:
+    return f"round(extract(epoch FROM {x}) * 1000000)::int8"
+
+
+def copy_slice(source: str, scratch: str, lo: str, hi: str) -> int:
+    """The deltas of [lo, hi) of `source` (both tiers) into table `flat` of `scratch`."""
+    from slurm_io.store import tiers
+
+    cols = ", ".join(tiers.columns())
+    with psycopg.connect(scratch, autocommit=True) as dst:
+        dst.execute("DROP TABLE IF EXISTS flat")
+        with psycopg.connect(source) as src:
+            src.execute("SET TRANSACTION READ ONLY")
+            row = src.execute(f"SELECT {cols} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+                              "LIMIT 0", {"lo": lo, "hi": hi})
+            desc = row.description or []
+            types = {d.name: src.execute("SELECT format_type(%s, NULL)",
+                                         (d.type_code,)).fetchone() for d in desc}
+            dst.execute("CREATE TABLE flat (" + ", ".join(
+                f"{n} {t[0] if t else 'text'}" for n, t in types.items()) + ")")
+            q = (f"COPY (SELECT {cols} FROM "
+                 f"{tiers.window(_lit(src, lo), _lit(src, hi))} d "
+                 f"WHERE ts_end < {_lit(src, hi)}) TO STDOUT (FORMAT binary)")
+            with src.cursor().copy(q) as out, dst.cursor().copy(
+                    f"COPY flat ({cols}) FROM STDIN (FORMAT binary)") as into:
+                for chunk in out:
+                    into.write(chunk)
+        dst.execute("ANALYZE flat")
+        row = dst.execute("SELECT count(*) FROM flat").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _lit(conn: psycopg.Connection, value: str) -> str:
+    """`value` as a timestamptz SQL literal (the bench's own argument, quoted)."""
+    row = conn.execute("SELECT quote_literal(%s::timestamptz::text)", (value,)).fetchone()
+    return f"{row[0]}::timestamptz" if row else "NULL"
+
+
+def used_columns(conn: psycopg.Connection) -> tuple[list[str], list[str]]:
+    """(integer-valued, other) array columns of flat with at least one non-NULL value."""
+    from slurm_io.store import tiers
+
+    ints, other = [], []
+    kinds = dict(conn.execute("SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
+                              "WHERE attrelid = 'flat'::regclass AND attnum > 0").fetchall())
+    for c in tiers.array_columns():
+        row = conn.execute(f"SELECT count({c}) FROM flat").fetchone()
+        if not row or not row[0]:
+            continue
+        (ints if c in TIMES or kinds[c] in ("bigint", "integer", "smallint", "double precision")
+         else other).append(c)
+    return ints, other
+
+
+def _int8(c: str, span: str, offsets: bool) -> str:
+    """Column c of a delta as int8 (timestamps as microseconds, lossless)."""
+    if c == "ts_end":
+        return _us(f"ts_end - {span}") if offsets else _us("ts_end")
+    if c in TIMES:
+        return _us(f"ts_end - {c}") if offsets else _us(c)
+    return f"{c}::int8"
+
+
+def _plane(expr: str, k: int) -> str:
+    """Bits 16k .. 16k+15 of an int8 as int2 (the top plane signed, the others offset)."""
+    if k == 3:
+        return f"(({expr}) >> 48)::int2"
+    return f"(((({expr}) >> {16 * k}) & 65535) - 32768)::int2"
+
+
+def layout(name: str, span: str, ints: list[str], other: list[str]) -> list[str]:
+    """The aggregate expressions of one row's columns under layout `name`."""
+    def agg(e: str) -> str:
+        return f"array_agg({e} {ORDER})"
+
+    def nullable(c: str, e: str) -> str:
+        return f"CASE WHEN count({c}) = 0 THEN NULL ELSE {agg(e)} END"
+
+    out = [nullable(c, c) for c in other]
+    if name == "0021":
+        return out + [nullable(c, c) for c in ints]
+    if name == "offsets":
+        return out + [nullable(c, _int8(c, span, True)) for c in ints]
+    planes = [(c, k, _plane(_int8(c, span, True), k)) for c in ints for k in range(4)]
+    if name == "planes":
+        # plane 0 keeps the NULLs; a higher plane all zero is NULL (decoded as zeros)
+        zero = {1: -32768, 2: -32768, 3: 0}
+        return out + [nullable(c, p) if k == 0 else
+                      f"CASE WHEN bool_and(coalesce({p}, {zero[k]}) = {zero[k]}) THEN NULL "
+                      f"ELSE {agg(p)} END" for c, k, p in planes]
+    return [*out, "(" + " || ".join(agg(p) for _c, _k, p in planes) + ")"]
+
+
+def build(conn: psycopg.Connection, name: str, span: str, cols: list[str]) -> tuple[int, int]:
+    """Table lay_<name> of the layout; (deltas, rows)."""
+    sel = ", ".join(f"{c} AS c{i}" for i, c in enumerate(cols))
+    src = (f"SELECT {span} AS start, {ENTRY}, count(*)::int4 AS n, {sel} FROM flat "
+           f"GROUP BY {span}, {ENTRY}")
+    conn.execute("DROP TABLE IF EXISTS lay")
+    conn.execute(f"CREATE TABLE lay WITH (toast_tuple_target = 128) AS {src} LIMIT 0")
+    for (a,) in conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = 'lay'::regclass"
+                             " AND attnum > 0 AND atttypid IN (SELECT oid FROM pg_type "
+                             "WHERE typcategory = 'A')").fetchall():
+        conn.execute(f"ALTER TABLE lay ALTER COLUMN {a} SET COMPRESSION lz4, "
+                     f"ALTER COLUMN {a} SET STORAGE MAIN")
+    conn.execute(f"INSERT INTO lay {src}")
+    conn.execute("VACUUM ANALYZE lay")
+    row = conn.execute("SELECT sum(n), count(*) FROM lay").fetchone()
+    return (int(row[0]), int(row[1])) if row and row[0] else (0, 0)
+
+
+def read_seconds(conn: psycopg.Connection, name: str, ncols: int, nints: int) -> float:
+    """One full read of lay: every array unnested (`one`: its slices); the arithmetic that
+    would join planes is not included."""
+    if name == "one":
+        sl = ", ".join(f"c{ncols - 1}[{k} * n + 1:{k + 1} * n]" for k in range(4 * nints))
+        q = f"SELECT count(*), sum(u.a) FROM lay CROSS JOIN LATERAL unnest({sl}) AS u(a)"
+    else:
+        arrays = ", ".join(f"c{i}" for i in range(ncols))
+        names = ", ".join(f"a{i}" for i in range(ncols))
+        q = (f"SELECT count(*), count(u.a{ncols - 1}) FROM lay "
+             f"CROSS JOIN LATERAL unnest({arrays}) AS u({names})")
+    t = time.perf_counter()
+    conn.execute(q).fetchone()
+    return time.perf_counter() - t
+
+
+def per_column(conn: psycopg.Connection, names: list[str]) -> str:
+    """Bytes per delta of each column of the 0021 layout, largest first."""
+    cols = names
+    row = conn.execute("SELECT " + ", ".join(
+        f"sum(coalesce(pg_column_size(c{i}), 0))::float8 / sum(n)" for i in range(len(cols)))
+        + " FROM lay").fetchone() or ()
+    pairs = sorted(zip(names, row, strict=True), key=lambda p: -p[1])
+    return ", ".join(f"{n} {b:.2f}" for n, b in pairs if b >= 0.01)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dsn", required=True, help="the server of the scratch database")
+    ap.add_argument("--db", default="bench_pack_layouts", help="scratch database (re-made)")
+    ap.add_argument("--from-dsn", required=True, help="the database whose deltas are read")
+    ap.add_argument("--lo", default="2026-09-22 00:00+00")
+    ap.add_argument("--hi", default="2026-09-23 00:00+00")
+    ap.add_argument("--layouts", default="0021,offsets,planes,one")
+    ap.add_argument("--spans", default="hour,day")
+    args = ap.parse_args()
+    with psycopg.connect(args.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {args.db}")
+    scratch = make_conninfo(args.dsn, dbname=args.db)
+    t = time.perf_counter()
+    n = copy_slice(args.from_dsn, scratch, args.lo, args.hi)
+    print(f"copied: {n:,} deltas of ({args.lo}, {args.hi}) in {time.perf_counter() - t:.0f} s")
+    with psycopg.connect(scratch, autocommit=True) as conn:
+        ints, other = used_columns(conn)
+        row = conn.execute("SELECT count(*) FROM flat WHERE read_bytes_sumsq <> "
+                           "floor(read_bytes_sumsq) OR write_bytes_sumsq <> "
+                           "floor(write_bytes_sumsq)").fetchone()
+        print(f"columns with values: {', '.join(other + ints)}; sumsq not integral: "
+              f"{row[0] if row else '?'}")
+        for span in args.spans.split(","):
+            for name in args.layouts.split(","):
+                cols = layout(name, SPANS[span], ints, other)
+                t = time.perf_counter()
+                deltas, rows = build(conn, name, SPANS[span], cols)
+                took = time.perf_counter() - t
+                size = conn.execute("SELECT pg_total_relation_size('lay')").fetchone()
+                b = int(size[0]) / max(1, deltas) if size else 0.0
+                secs = read_seconds(conn, name, len(cols), len(ints))
+                print(f"layout {name} per {span}: {b:.1f} bytes per delta (heap + TOAST), "
+                      f"{rows:,} rows, {deltas / max(1, rows):.0f} deltas per row; built in "
+                      f"{took:.1f} s, read in {secs:.2f} s ({deltas / max(secs, 1e-9):,.0f} "
+                      "deltas/s)")
+                if name == "0021":
+                    print(f"  per column: {per_column(conn, other + ints)}")
+        conn.execute("DROP TABLE IF EXISTS lay")
+        conn.execute("DROP TABLE IF EXISTS flat")
+
+
+if __name__ == "__main__":
+    main()
