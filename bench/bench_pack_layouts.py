@@ -2,7 +2,7 @@
 other layouts would take (issue 26 item 2: <= 24 bytes per delta).
 
     .venv/bin/python bench/bench_pack_layouts.py --dsn DSN --db SCRATCH --from-dsn SOURCE
-        [--lo '2026-09-22 00:00+00' --hi '2026-09-23 00:00+00']
+        [--lo '2026-09-22 00:00+00' --hi '2026-09-23 00:00+00'] [--sample K]
 
 Copies the deltas with ts_end in (lo, hi) of the SOURCE database -- both tiers, read through
 store.tiers.window, so a bench_pack database (hot and packed) or a slice of the site database
@@ -49,8 +49,10 @@ def _us(x: str) -> str:
     return f"round(extract(epoch FROM {x}) * 1000000)::int8"
 
 
-def copy_slice(source: str, scratch: str, lo: str, hi: str) -> int:
-    """The deltas of [lo, hi) of `source` (both tiers) into table `flat` of `scratch`."""
+def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> int:
+    """The deltas of (lo, hi) of `source` (both tiers) into table `flat` of `scratch`; of
+    one entry in `sample` only (by hash of the printed id: an entry's deltas are all kept or
+    all left, so rows per entry -- what a layout compresses -- stay those of the site)."""
     from slurm_io.store import tiers
 
     cols = ", ".join(tiers.columns())
@@ -67,7 +69,8 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str) -> int:
                 f"{n} {t[0] if t else 'text'}" for n, t in types.items()) + ")")
             q = (f"COPY (SELECT {cols} FROM "
                  f"{tiers.window(_lit(src, lo), _lit(src, hi))} d "
-                 f"WHERE ts_end < {_lit(src, hi)}) TO STDOUT (FORMAT binary)")
+                 f"WHERE ts_end < {_lit(src, hi)} AND (hashtext(raw_id) & 2147483647) "
+                 f"% {int(sample)} = 0) TO STDOUT (FORMAT binary)")
             with src.cursor().copy(q) as out, dst.cursor().copy(
                     f"COPY flat ({cols}) FROM STDIN (FORMAT binary)") as into:
                 for chunk in out:
@@ -189,6 +192,8 @@ def main() -> None:
     ap.add_argument("--from-dsn", required=True, help="the database whose deltas are read")
     ap.add_argument("--lo", default="2026-09-22 00:00+00")
     ap.add_argument("--hi", default="2026-09-23 00:00+00")
+    ap.add_argument("--sample", type=int, default=1,
+                    help="keep one entry in SAMPLE (a day of a big site in a small copy)")
     ap.add_argument("--layouts", default="0021,offsets,planes,one")
     ap.add_argument("--spans", default="hour,day")
     args = ap.parse_args()
@@ -197,8 +202,9 @@ def main() -> None:
         conn.execute(f"CREATE DATABASE {args.db}")
     scratch = make_conninfo(args.dsn, dbname=args.db)
     t = time.perf_counter()
-    n = copy_slice(args.from_dsn, scratch, args.lo, args.hi)
-    print(f"copied: {n:,} deltas of ({args.lo}, {args.hi}) in {time.perf_counter() - t:.0f} s")
+    n = copy_slice(args.from_dsn, scratch, args.lo, args.hi, args.sample)
+    print(f"copied: {n:,} deltas of ({args.lo}, {args.hi}), one entry in {args.sample}, "
+          f"in {time.perf_counter() - t:.0f} s")
     with psycopg.connect(scratch, autocommit=True) as conn:
         ints, other = used_columns(conn)
         row = conn.execute("SELECT count(*) FROM flat WHERE read_bytes_sumsq <> "
