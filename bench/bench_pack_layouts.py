@@ -18,11 +18,16 @@ Layouts (each with one row per entry and hour, and per entry and UTC day):
 - `0021`: today's: one array per column (timestamptz[], bigint[], float8[]);
 - `offsets`: as 0021, with ts_end in microseconds from the row's start, ts_start and
   last_update in microseconds before ts_end (int8[]: lossless);
+- `derived`: offsets, and the byte counters' max, bytes and sumsq as residuals of what one
+  request size predicts (max - min, bytes - samples x min, sumsq - bytes x min: 0 when every
+  request has one size, as in bench_site's data), an array NULL when all its elements are 0
+  (a NULL element's presence is the samples' own);
 - `planes`: offsets, and every int8 array split into four int2 arrays of 16 bits each
   (byte-plane transposition: lz4 has no entropy coder, but turns runs into matches), an
   array NULL when its elements are all zero;
 - `one`: the planes of every column in ONE int2[] (column-major), compressed once: one
-  array header per row instead of one per column and plane.
+  array header per row instead of one per column and plane;
+- `one-derived`: `one` of the `derived` values.
 sumsq (float8) is taken as int8 (exact: every value here is an integer below 2^63; the run
 counts the ones that are not and says so: a real layout would keep those as float8).
 """
@@ -111,6 +116,19 @@ def _int8(c: str, span: str, offsets: bool) -> str:
     return f"{c}::int8"
 
 
+def _derived(c: str, span: str) -> str:
+    """Column c as int8, as the residual of what the delta's other columns predict when every
+    request has one size (min = max, bytes = samples x min, sumsq = bytes x min): 0 then."""
+    for b in ("read_bytes", "write_bytes"):
+        if c == f"{b}_max":
+            return f"({b}_max - {b}_min)"
+        if c == b:
+            return f"({b}::numeric - {b}_samples::numeric * {b}_min)::int8"
+        if c == f"{b}_sumsq":
+            return f"({b}_sumsq::numeric - {b}::numeric * {b}_min)::int8"
+    return _int8(c, span, True)
+
+
 def _plane(expr: str, k: int) -> str:
     """Bits 16k .. 16k+15 of an int8 as int2 (the top plane signed, the others offset)."""
     if k == 3:
@@ -131,7 +149,11 @@ def layout(name: str, span: str, ints: list[str], other: list[str]) -> list[str]
         return out + [nullable(c, c) for c in ints]
     if name == "offsets":
         return out + [nullable(c, _int8(c, span, True)) for c in ints]
-    planes = [(c, k, _plane(_int8(c, span, True), k)) for c in ints for k in range(4)]
+    if name == "derived":
+        return out + [f"CASE WHEN bool_and(coalesce({_derived(c, span)}, 0) = 0) THEN NULL "
+                      f"ELSE {agg(_derived(c, span))} END" for c in ints]
+    value = _derived if name == "one-derived" else (lambda c, span: _int8(c, span, True))
+    planes = [(c, k, _plane(value(c, span), k)) for c in ints for k in range(4)]
     if name == "planes":
         # plane 0 keeps the NULLs; a higher plane all zero is NULL (decoded as zeros)
         zero = {1: -32768, 2: -32768, 3: 0}
@@ -162,7 +184,7 @@ def build(conn: psycopg.Connection, name: str, span: str, cols: list[str]) -> tu
 def read_seconds(conn: psycopg.Connection, name: str, ncols: int, nints: int) -> float:
     """One full read of lay: every array unnested (`one`: its slices); the arithmetic that
     would join planes is not included."""
-    if name == "one":
+    if name.startswith("one"):
         sl = ", ".join(f"c{ncols - 1}[{k} * n + 1:{k + 1} * n]" for k in range(4 * nints))
         q = f"SELECT count(*), sum(u.a) FROM lay CROSS JOIN LATERAL unnest({sl}) AS u(a)"
     else:
@@ -194,7 +216,7 @@ def main() -> None:
     ap.add_argument("--hi", default="2026-09-23 00:00+00")
     ap.add_argument("--sample", type=int, default=1,
                     help="keep one entry in SAMPLE (a day of a big site in a small copy)")
-    ap.add_argument("--layouts", default="0021,offsets,planes,one")
+    ap.add_argument("--layouts", default="0021,offsets,derived,planes,one,one-derived")
     ap.add_argument("--spans", default="hour,day")
     args = ap.parse_args()
     with psycopg.connect(args.dsn, autocommit=True) as conn:
