@@ -116,7 +116,8 @@ def test_bench_pack_small(pg_dsn: str) -> None:
 
 def test_bench_pack_layouts_small(pg_dsn: str) -> None:
     """The layouts of a small bench_pack database (both tiers) are built and measured: every
-    delta of the source is copied, each layout and span prints its bytes per delta."""
+    delta of the source is copied, each layout and span prints its bytes per delta, and the
+    `derived` layout decodes back to exactly the deltas it was made of."""
     bench("bench/bench_pack.py", "--nodes", "4", "--hours", "2", "--dsn", pg_dsn,
           "--db", "small_bench_pack_src", "--rows-per-transaction", "300")
     src = make_conninfo(pg_dsn, dbname="small_bench_pack_src")
@@ -130,6 +131,8 @@ def test_bench_pack_layouts_small(pg_dsn: str) -> None:
         for span in ("hour", "day"):
             assert re.search(rf"layout {name} per {span}: [\d.]+ bytes per delta", out), out
     assert re.search(r"per column: \w+ [\d.]+", out), out
+    # the derived layout is lossless: every delta decoded back exactly, per hour and per day
+    assert out.count("deltas not decoded back exactly: 0\n") == 2, out
 
 
 def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:
