@@ -27,7 +27,9 @@ Layouts (each with one row per entry and hour, and per entry and UTC day):
   array NULL when its elements are all zero;
 - `one`: the planes of every column in ONE int2[] (column-major), compressed once: one
   array header per row instead of one per column and plane;
-- `one-derived`: `one` of the `derived` values.
+- `one-derived`: `one` of the `derived` values;
+- `derived-planes`: `derived`, with the timestamps' offsets as `planes` (their low bits are
+  random: the planes let lz4 keep the high ones).
 sumsq (float8) is taken as int8 (exact: every value here is an integer below 2^63; the run
 counts the ones that are not and says so: a real layout would keep those as float8).
 """
@@ -176,6 +178,20 @@ def layout(name: str, span: str, ints: list[str], other: list[str]) -> list[str]
     if name == "derived":
         return out + [_derived_array(c, span, agg) if _base(c) else nullable(c, _derived(c, span))
                       for c in ints]
+    if name == "derived-planes":  # derived, the timestamps (random low bits) as planes
+        zero = {1: -32768, 2: -32768, 3: 0}
+        cols = []
+        for c in ints:
+            if c not in TIMES:
+                cols.append(_derived_array(c, span, agg) if _base(c)
+                            else nullable(c, _derived(c, span)))
+                continue
+            for k in range(4):
+                p = _plane(_int8(c, span, True), k)
+                cols.append(nullable(c, p) if k == 0 else
+                            f"CASE WHEN bool_and(coalesce({p}, {zero[k]}) = {zero[k]}) THEN "
+                            f"NULL ELSE {agg(p)} END")
+        return out + cols
     value = _derived if name == "one-derived" else (lambda c, span: _int8(c, span, True))
     planes = [(c, k, _plane(value(c, span), k)) for c in ints for k in range(4)]
     if name == "planes":
@@ -283,7 +299,8 @@ def main() -> None:
     ap.add_argument("--hi", default="2026-09-23 00:00+00")
     ap.add_argument("--sample", type=int, default=1,
                     help="keep one entry in SAMPLE (a day of a big site in a small copy)")
-    ap.add_argument("--layouts", default="0021,offsets,derived,planes,one,one-derived")
+    ap.add_argument("--layouts",
+                    default="0021,offsets,derived,planes,one,one-derived,derived-planes")
     ap.add_argument("--spans", default="hour,day")
     args = ap.parse_args()
     with psycopg.connect(args.dsn, autocommit=True) as conn:

@@ -127,7 +127,8 @@ def test_bench_pack_layouts_small(pg_dsn: str) -> None:
     out = bench("bench/bench_pack_layouts.py", "--dsn", pg_dsn, "--db", "small_pack_layouts",
                 "--from-dsn", src, "--lo", "2026-09-21 00:00+00", "--hi", "2026-09-24 00:00+00")
     assert f"copied: {total:,} deltas of" in out, out
-    for name in ("0021", "offsets", "derived", "planes", "one", "one-derived"):
+    for name in ("0021", "offsets", "derived", "planes", "one", "one-derived",
+                 "derived-planes"):
         for span in ("hour", "day"):
             assert re.search(rf"layout {name} per {span}: [\d.]+ bytes per delta", out), out
     assert re.search(r"per column: \w+ [\d.]+", out), out
