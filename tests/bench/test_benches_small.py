@@ -114,6 +114,28 @@ def test_bench_pack_small(pg_dsn: str) -> None:
     assert packed >= built and hot + packed > built  # the writer's late rows came on top
 
 
+def test_bench_pack_layouts_small(pg_dsn: str) -> None:
+    """The layouts of a small bench_pack database (both tiers) are built and measured: every
+    delta of the source is copied, each layout and span prints its bytes per delta, and the
+    `derived` layout decodes back to exactly the deltas it was made of."""
+    bench("bench/bench_pack.py", "--nodes", "4", "--hours", "2", "--dsn", pg_dsn,
+          "--db", "small_bench_pack_src", "--rows-per-transaction", "300")
+    src = make_conninfo(pg_dsn, dbname="small_bench_pack_src")
+    with psycopg.connect(src) as conn:
+        total = conn.execute("SELECT (SELECT count(*) FROM jobstats_delta) + "
+                             "(SELECT sum(n) FROM jobstats_packed)").fetchone()[0]
+    out = bench("bench/bench_pack_layouts.py", "--dsn", pg_dsn, "--db", "small_pack_layouts",
+                "--from-dsn", src, "--lo", "2026-09-21 00:00+00", "--hi", "2026-09-24 00:00+00")
+    assert f"copied: {total:,} deltas of" in out, out
+    for name in ("0021", "offsets", "derived", "planes", "one", "one-derived",
+                 "derived-planes"):
+        for span in ("hour", "day"):
+            assert re.search(rf"layout {name} per {span}: [\d.]+ bytes per delta", out), out
+    assert re.search(r"per column: \w+ [\d.]+", out), out
+    # the derived layout is lossless: every delta decoded back exactly, per hour and per day
+    assert out.count("deltas not decoded back exactly: 0\n") == 2, out
+
+
 def test_bench_views_small(pg_dsn: str, show_db: str, tmp_path: Path) -> None:
     out = bench("bench/bench_views.py", "--dsn", pg_dsn, "--db", "small_bench_show", "--day",
                 "2026-09-22", "--repeat", "1", "--out", str(tmp_path / "daily"))
