@@ -194,6 +194,7 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
                 rows.append(_sample(dsn, out, names, daemons, logs, sim, state, sink, timers))
                 _print(rows[-1], daemons)
         _drain(dsn, out, args.drain)
+        state["scrape_errors"] = _scrapes(out, ports["prometheus"], time.time() - prom_wall0)
     finally:
         for t in timers:
             t.finish()
@@ -205,7 +206,6 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
     sim = SIM0 + (time.time() - wall0) * args.speed
-    state["scrape_errors"] = _scrapes(out, ports["prometheus"], time.time() - prom_wall0)
     rows.append(_sample(dsn, out, names, daemons, logs, sim, state, sink, timers))
     soak_plot.write(out, rows)
     return soak_plot.judge(rows, names, [n for n in daemons if n != "prometheus"])
