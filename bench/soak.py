@@ -32,6 +32,7 @@ serve` (not run here: see bench/README.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -48,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psycopg
 from psycopg import sql
 
-from bench import soak_jobs, soak_plot
+from bench import soak_jobs, soak_plot, soak_serve
 from bench import soak_parts as parts
 from slurm_io.notify import hookspool
 
@@ -98,8 +99,8 @@ def _errors(logs: list[Path]) -> int:
 def run(args: argparse.Namespace) -> int:
     from tests.notify.smtp_sink import smtp_server
 
-    with smtp_server() as (sink, smtp_port):
-        return _run(args, sink, smtp_port)
+    with smtp_server() as (sink, smtp_port), contextlib.ExitStack() as stack:
+        return _run(args, sink, smtp_port, stack)
 
 
 def _config(args: argparse.Namespace, out: Path, dsn: str, ports: dict[str, int]) -> Path:
@@ -120,7 +121,8 @@ def _config(args: argparse.Namespace, out: Path, dsn: str, ports: dict[str, int]
     return config
 
 
-def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
+def _run(args: argparse.Namespace, sink: Any, smtp_port: int,
+         stack: contextlib.ExitStack) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     server = server_dsn(args)
@@ -136,10 +138,9 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
     shutil.rmtree(out / "daily", ignore_errors=True)
     config = _config(args, out, dsn, ports)
     wrapper = parts.hook_wrapper(out / "jobio-epilog", config)
-    wall0 = time.time()
-    env = {**os.environ, "SLURM_IO_CLOCK": f"{SIM0} {wall0} {args.speed}",
-           "SLURM_IO_CONFIG": str(config), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "SLURM_IO_CONFIG": str(config), "PYTHONPATH": str(REPO)}
     env.pop("SLURM_IO_MAIL_BUILDER", None)  # the real mail, plots and all
+    env.pop("SLURM_IO_CLOCK", None)
     jobio = [sys.executable, "-m", "slurm_io.cli"]
     up = subprocess.run([*jobio, "db", "upgrade"], env=env, capture_output=True, text=True,
                         check=False)
@@ -147,6 +148,12 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
         raise SystemExit(f"db upgrade failed: {up.stderr}")
     daemons: dict[str, subprocess.Popen] = {}
     logs: dict[str, Path] = {}
+    if args.serve:  # before the clock starts: munged and the service take seconds to start
+        logs["serve"] = out / "serve.log"
+        serve = stack.enter_context(soak_serve.serving(dsn, jobio, env, logs["serve"]))
+        daemons["serve"] = serve.proc
+    wall0 = time.time()
+    env["SLURM_IO_CLOCK"] = f"{SIM0} {wall0} {args.speed}"
     names = [f"oss{i + 1:02d}" for i in range(args.servers)]
 
     def start(name: str, argv: list[str]) -> None:
@@ -170,8 +177,10 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
                                         ports["prometheus"])
     prom_wall0 = time.time()
     daemons["prometheus"] = prometheus
+    state: dict[str, Any] = {"hooked": set(), "hook_errors": 0, "wall0": wall0}
     timers = _timers(args, out, jobio, env, logs)
-    state = {"hooked": set(), "hook_errors": 0, "wall0": wall0}
+    if args.serve:
+        timers.append(_client(args, out, serve, state, logs))
     rows: list[dict[str, float]] = []
     end_wall = wall0 + args.days * DAY / args.speed
     hooked_until = SIM0
@@ -211,6 +220,21 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int) -> int:
     return soak_plot.judge(rows, names, [n for n in daemons if n != "prometheus"])
 
 
+def _client(args: argparse.Namespace, out: Path, serve: soak_serve.Serve,
+            state: dict[str, Any], logs: dict[str, Path]) -> parts.Timer:
+    """`jobio --server URL JOBID` as carol every --ask-every simulated seconds, for the
+    last job the hook saw (each non-zero exit an error)."""
+    def ask(_sim: float) -> list[str] | None:
+        return serve.ask(max(state["hooked"])) if state["hooked"] else None
+
+    log = out / "client.log"
+    log.unlink(missing_ok=True)
+    logs["client"] = log
+    timer = parts.Timer("client", args.ask_every, ask, serve.env, log, soak_serve.as_client())
+    timer.next = SIM0 + args.ask_every
+    return timer
+
+
 def _timers(args: argparse.Namespace, out: Path, jobio: list[str], env: dict[str, str],
             logs: dict[str, Path]) -> list[parts.Timer]:
     """`db prune` and `daily` once a simulated day, `jobio alerts` every --alerts-every."""
@@ -230,6 +254,7 @@ def _timers(args: argparse.Namespace, out: Path, jobio: list[str], env: dict[str
     for t in timers:
         t.log.unlink(missing_ok=True)
         logs[t.name] = t.log
+        t.next = SIM0 + t.period  # from the clock's start: daemons start as it runs
     return timers
 
 
@@ -329,6 +354,7 @@ def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess
                                   if r.message["X-Jobio-Data-Complete"] == "no")
     row["alert_mails"] = len(sink.received) - len(reports)
     row["timer_runs"] = sum(t.runs for t in timers)
+    row["client_asks"] = sum(t.runs for t in timers if t.name == "client")
     row["errors"] = (_errors(list(logs.values())) + state.get("scrape_errors", 0)
                      + state["hook_errors"] + sum(t.failures for t in timers))
     return row
@@ -352,6 +378,10 @@ def main() -> None:
                     help="the report daemon's --sweep-every (wall s)")
     ap.add_argument("--drain", type=float, default=120.0,
                     help="wall s at most for the queue to empty after the last job end")
+    ap.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
+                    help="`jobio serve` and its client loop (root: munged, OS accounts)")
+    ap.add_argument("--ask-every", type=float, default=3600.0,
+                    help="simulated s between the client's questions to `jobio serve`")
     ap.add_argument("--retention", default="7d")
     ap.add_argument("--sample", type=float, default=10.0, help="wall s between samples")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "soak"))

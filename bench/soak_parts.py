@@ -17,6 +17,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -47,8 +48,9 @@ class Timer:
     systemd does); its output appended to `log`, each non-zero exit counted."""
 
     def __init__(self, name: str, period: float, argv: Callable[[float], list[str] | None],
-                 env: dict[str, str], log: Path) -> None:
+                 env: dict[str, str], log: Path, popen: dict[str, Any] | None = None) -> None:
         self.name, self.period, self.argv, self.env, self.log = name, period, argv, env, log
+        self.popen = popen or {}  # e.g. user= and group=: a command run as a user
         self.next: float | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = self.failures = self.skipped = 0
@@ -69,7 +71,8 @@ class Timer:
         with self.log.open("ab") as f:
             f.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(argv[3:])}\n".encode())
             f.flush()
-            self.proc = subprocess.Popen(argv, env=self.env, stdout=f, stderr=f)
+            self.proc = subprocess.Popen(argv, env=self.env, stdout=f, stderr=f,
+                                         **self.popen)
         self.runs += 1
 
     def _reap(self) -> None:
@@ -88,12 +91,13 @@ class Timer:
 
 
 def start_prometheus(out: Path, target: str, port: int) -> subprocess.Popen[bytes]:
-    """Debian's Prometheus scraping `target` every second (wall), its data under `out`."""
+    """Debian's Prometheus scraping `target` every 5 s of wall time (2 simulated hours at
+    1440), its data under `out`: a loaded box's exporter may take more than a second."""
     binary = shutil.which("prometheus")
     if binary is None:
         raise SystemExit("no prometheus: SLURM_IO_EXTRAS=test scripts/setup.sh installs it")
     cfg = out / "prometheus.yml"
-    cfg.write_text("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+    cfg.write_text("global:\n  scrape_interval: 5s\n  scrape_timeout: 5s\n"
                    "scrape_configs:\n  - job_name: jobio\n    static_configs:\n"
                    f"      - targets: ['{target}']\n")
     data = out / "prometheus-data"

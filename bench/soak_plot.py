@@ -98,7 +98,8 @@ def judge(rows: list[dict[str, float]], names: list[str], daemons: list[str]) ->
               f"{int(last['mails_incomplete'])}; queue at the end {int(last['mail_queue'])} "
               f"(sent {int(last['queue_sent'])}, skipped {int(last['queue_skipped'])}, failed "
               f"{int(last['queue_failed'])}); hook spool at the end {int(last['hook_spool'])}; "
-              f"alert mails {int(last['alert_mails'])}; timer runs {int(last['timer_runs'])}")
+              f"alert mails {int(last['alert_mails'])}; timer runs {int(last['timer_runs'])}"
+              f"; questions to jobio serve {int(last.get('client_asks', 0))}")
         ok &= last["jobs_hooked"] > 0 and last["jobs_mailed_once"] == last["jobs_hooked"]
         ok &= last["jobs_mailed_twice"] == last["mails_not_hooked"] == 0
         ok &= last["mails_incomplete"] == last["mail_queue"] == last["hook_spool"] == 0
