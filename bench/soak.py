@@ -395,6 +395,8 @@ def main() -> None:
                                and k.endswith("_rss")],
                         [k[:-4] for k in rows[0] if k.endswith("_rss")
                          and not k.startswith("prometheus")]))
+    # stopped by TERM (or INT, which a background job ignores): the daemons stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak.py: stopped by SIGTERM"))
     sys.exit(run(args))
 
 
