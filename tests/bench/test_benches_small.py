@@ -144,7 +144,8 @@ def test_soak_small(pg_dsn: str, tmp_path: Path) -> None:
     fake lctl (bench/soak_lctl.py), the exporter scraped by a real Prometheus, the real hook
     (epilog/jobio-epilog) run for each ended job with the environment slurmctld gives
     (bench/soak_jobs.py, also sacct's stand-in), the report daemon mailing the real SMTP
-    sink, `jobio alerts`, `daily` and `db prune` on their timers (bench/soak_parts.py):
+    sink, `jobio alerts`, `daily` and `db prune` on their timers (bench/soak_parts.py),
+    `jobio serve` answering `jobio --server URL JOBID` as carol (bench/soak_serve.py):
     the collectors' rows all stored, the spool, hook spool and mail queue empty, every hooked
     job mailed exactly once and complete, no error logged, the CSV and the plot
     (bench/soak_plot.py) written. The RSS bound it also prints is the long run's to judge."""
