@@ -1,21 +1,36 @@
 """A 30-day soak on a compressed clock: the daemons run against real PostgreSQL for a month of
-simulated time, sampled all along; nothing may grow but what retention bounds, nothing lost.
+simulated time, sampled all along; nothing may grow but what retention bounds, nothing lost,
+every job mailed once.
 
     .venv/bin/python bench/soak.py [--dsn DSN] [--days 30] [--speed 1440] [--servers 3]
-        [--entries 300] [--interval 600] [--sample 10] [--out bench/out/soak]
+        [--entries 300] [--interval 600] [--mailed 6] [--alerts-every 14400]
+        [--ask-every 3600] [--no-serve] [--sample 10] [--out bench/out/soak]
 
 Runs, as new processes of the real `jobio` (the checkout's): `--servers` collectors
 (`jobio collect`, each on its own state dir, reading bench/soak_lctl.py: one OST of
 `--entries` job entries with jobs starting and ending all the time, generated at the clock's
-time), `jobio exporter` (scraped at every sample), and once a simulated day `jobio db prune`
-with `retention.raw` 7 days. Samples every `--sample` wall seconds: each daemon's RSS and
-open files (/proc), the database's size, each collector's spool and kept dirs, rows stored
-(ingest_batch's n_rows per collector, which retention never drops) against rows expected
-(every read a collector took: each of its entries moved, so one row each; the first read of
-a collector only sets its baseline), rows in jobstats_delta, ERROR and Traceback lines of the
-daemons' logs. Writes OUT/soak.csv and OUT/soak.png (matplotlib, the server extra), prints
-the bounds: RSS of each daemon at the end against its first simulated day, the database's
-size once retention applies, spool empty, stored = expected, errors 0.
+time); `jobio exporter`, scraped every 5 s by a real Prometheus (Debian's, its own port and
+data dir); the real job-end hook (epilog/jobio-epilog through the wrapper docs/hook.md
+describes) run for every job of the first `--mailed` slots as it ends on the clock, with the
+environment slurmctld gives an EpilogSlurmctld (bench/soak_jobs.py, which also stands in for
+sacct: the jobs never ran on a Slurm); `jobio report-daemon` mailing them to the real SMTP
+sink of the tests (tests/notify/smtp_sink.py, in this process); `jobio alerts` every
+`--alerts-every` simulated seconds, `daily` and `db prune` once a simulated day
+(bench/soak_parts.Timer: never two runs at once, as a systemd timer); `jobio serve` as its
+own account with its own munged, answering `jobio --server URL JOBID` run as carol every
+`--ask-every` simulated seconds (bench/soak_serve.py). Samples every `--sample` wall
+seconds: each daemon's RSS and open files (/proc), the database's size, each collector's
+spool and kept dirs, the hook spool's files and the mail queue's depth (queued, sending),
+rows stored (ingest_batch's n_rows per collector, which retention never drops) against rows
+expected (every read a collector took: each of its entries moved, so one row each; the
+first read of a collector only sets its baseline), rows in jobstats_delta, the sink's mails
+per job id, errors (ERROR and Traceback lines of every log, a hook that did not exit 0
+silently, a timer's or client's non-zero exit, Prometheus's failed scrapes). After the last
+simulated second the daemons go on (`--drain`, wall seconds at most) until the hook spool
+and the queue are empty. Writes OUT/soak.csv and OUT/soak.png (bench/soak_plot.py), prints
+the bounds: RSS of each daemon against its first simulated day, the database's size once
+retention applies, spools and queue empty, stored = expected, every hooked job mailed
+exactly once and complete, errors 0.
 
 The compressed clock (slurm_io/clock.py, SLURM_IO_CLOCK): every daemon started here, and
 soak_lctl.py, see simulated time SPEED times faster than the wall clock, from the same
@@ -23,10 +38,13 @@ origin: a collector waits 600 simulated seconds (0.42 s of wall time at 1440) be
 reads, stamps its rows, ages its kept batches and `db prune` drops days on that clock. What
 it stands for: 30 days of cycles, rows, partitions created and dropped, kept batches
 written and aged, collector state churned by 30 days of jobs, each daemon's memory over
-~4,300 cycles. What it does not: wall-clock effects (PostgreSQL's autovacuum, checkpoints
-and now(), TCP keep-alives, log rotation, the kernel's page cache over a month), a site's
-read size (`--entries`: 300 entries, not 100k), and the hook, the report daemon and `jobio
-serve` (not run here: see bench/README.md).
+~4,300 cycles, 720 jobs through the hook, the queue and SMTP. What it does not: wall-clock
+effects (PostgreSQL's autovacuum, checkpoints and now(), TCP keep-alives, log rotation, the
+kernel's page cache over a month), a site's read size (`--entries`: 300 entries, not 100k)
+and job rate (24 mailed jobs a simulated day: the hook and the mail's plots cost real CPU
+time per job). The reporter's patience (`--max-wait`) is on PostgreSQL's clock, the wall,
+so it is set to a year here: a job is mailed when sacct's record is final and every
+collector read past its end, never on a timeout.
 """
 
 from __future__ import annotations
@@ -36,11 +54,9 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +84,8 @@ def server_dsn(args: argparse.Namespace) -> str:
     return EmbeddedPostgres(state).ensure()
 
 
-def _dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
-def _proc(pid: int) -> tuple[int, int]:
-    """(RSS bytes, open files) of a live process; (0, 0) once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        rss = next(int(line.split()[1]) * 1024 for line in status.splitlines()
-                   if line.startswith("VmRSS:"))
-        return rss, len(os.listdir(f"/proc/{pid}/fd"))
-    except (OSError, StopIteration):
-        return 0, 0
 
 
 def _expected(log: Path) -> int:
@@ -133,7 +138,8 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int,
     params = psycopg.conninfo.conninfo_to_dict(server)
     params["dbname"] = args.db
     dsn = psycopg.conninfo.make_conninfo(**params)
-    ports = {"exporter": 19800 + os.getpid() % 100, "smtp": smtp_port, "prometheus": _port()}
+    ports = {"exporter": 19800 + os.getpid() % 100, "smtp": smtp_port,
+             "prometheus": parts.free_port()}
     shutil.rmtree(out / "hookspool", ignore_errors=True)
     shutil.rmtree(out / "daily", ignore_errors=True)
     config = _config(args, out, dsn, ports)
@@ -172,7 +178,7 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int,
     # which the compressed clock's jobs (ended weeks "ago") would always exceed
     start("reporter", [*jobio, "report-daemon", "--interval", "1", "--max-wait", "31536000",
                        "--sweep-every", str(args.sweep_every)])
-    _wait_for(f"http://127.0.0.1:{ports['exporter']}/metrics")
+    parts.wait_for(f"http://127.0.0.1:{ports['exporter']}/metrics")
     prometheus = parts.start_prometheus(out, f"127.0.0.1:{ports['exporter']}",
                                         ports["prometheus"])
     prom_wall0 = time.time()
@@ -285,24 +291,8 @@ def _scrapes(out: Path, port: int, seconds: float) -> int:
     return -1 if not total or good is None else int(total - good)
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
-def _wait_for(url: str, timeout: float = 120.0) -> None:
-    """Until `url` answers (the exporter started): a loaded box takes seconds to import it."""
-    deadline = time.time() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=30) as r:
-                r.read()
-            return
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def _print(r: dict[str, float], daemons: dict[str, subprocess.Popen]) -> None:
@@ -319,7 +309,7 @@ def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess
     row: dict[str, float] = {"wall_s": time.time() - state["wall0"],
                              "sim_day": (sim - SIM0) / DAY}
     for name, p in daemons.items():
-        row[name + "_rss"], row[name + "_fds"] = _proc(p.pid)
+        row[name + "_rss"], row[name + "_fds"] = parts.proc_usage(p.pid)
     with psycopg.connect(dsn) as conn:
         row["db_bytes"] = conn.execute("SELECT pg_database_size(current_database())"
                                        ).fetchone()[0]  # type: ignore[index]
@@ -336,7 +326,7 @@ def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess
     row["rows_expected"] = sum(_expected(out / f"{n}.reads") for n in names)
     row["spool_bytes"] = sum(f.stat().st_size for n in names
                              for f in (out / "state" / n / "spool").glob("*.batch"))
-    row["kept_bytes"] = sum(_dir_bytes(out / "state" / n / "spool" / "kept") for n in names)
+    row["kept_bytes"] = sum(parts.dir_bytes(out / "state" / n / "spool" / "kept") for n in names)
     row["hook_spool"] = len(hookspool.pending(str(out / "hookspool")))
     row["mail_queue"] = queue.get("queued", 0) + queue.get("sending", 0)
     for st in ("sent", "skipped", "failed"):

@@ -9,7 +9,9 @@ starts, each stopped by its own process id.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -128,3 +130,38 @@ def prom_query(port: int, promql: str) -> float | None:
         return None
     res = body.get("data", {}).get("result", [])
     return float(res[0]["value"][1]) if res else None
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def proc_usage(pid: int) -> tuple[int, int]:
+    """(RSS bytes, open files) of a live process; (0, 0) once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        rss = next(int(line.split()[1]) * 1024 for line in status.splitlines()
+                   if line.startswith("VmRSS:"))
+        return rss, len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, StopIteration):
+        return 0, 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(url: str, timeout: float = 120.0) -> None:
+    """Until `url` answers (the exporter started): a loaded box takes seconds to import it."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                r.read()
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
