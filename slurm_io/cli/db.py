@@ -59,14 +59,14 @@ def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--results-older-than"
                                  if results_older_than else "retention.results") from e
-    import psycopg
-
     now = clock.now()
     with connect_db(cfg) as conn:
         unattributed = retention.unattributed_before(conn, now - raw)
         try:
             dropped = partitions.prune(conn, raw, now)
-        except psycopg.errors.LockNotAvailable:
+        except partitions.PartitionBusy as busy:
+            for name in busy.dropped:
+                click.echo(f"dropped {name}")
             # a long reader (`jobio daily`, a report) holds jobstats_delta: the DROP gave up
             # rather than stall the collectors' writes queued behind it (partitions.prune);
             # the soak found a timer of `daily` firing with this one (bench/README.md)

@@ -89,9 +89,9 @@ def test_prune_behind_a_long_reader_says_so_in_one_line(db_dsn, tmp_path):
         r = run("--dsn", db_dsn, "db", "prune", "--older-than", "1d")
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert r.output.strip().splitlines() == [
-        "jobio: error: db prune: jobstats_delta is in use by a long query (a `jobio daily` or report "
-        "running now?): its old days are dropped at the next prune; run it when no report "
-        "runs"], r.output
+        "jobio: error: db prune: jobstats_delta is in use by a long query (a `jobio daily` "
+        "or report running now?): its old days are dropped at the next prune; run it when "
+        "no report runs"], r.output
     r = run("--dsn", db_dsn, "db", "prune", "--older-than", "1d")
     assert r.exit_code == 0 and "jobstats_delta_p20261118" in r.output
 
