@@ -1,21 +1,36 @@
 """A 30-day soak on a compressed clock: the daemons run against real PostgreSQL for a month of
-simulated time, sampled all along; nothing may grow but what retention bounds, nothing lost.
+simulated time, sampled all along; nothing may grow but what retention bounds, nothing lost,
+every job mailed once.
 
     .venv/bin/python bench/soak.py [--dsn DSN] [--days 30] [--speed 1440] [--servers 3]
-        [--entries 300] [--interval 600] [--sample 10] [--out bench/out/soak]
+        [--entries 300] [--interval 600] [--mailed 6] [--alerts-every 14400]
+        [--ask-every 3600] [--no-serve] [--sample 10] [--out bench/out/soak]
 
 Runs, as new processes of the real `jobio` (the checkout's): `--servers` collectors
 (`jobio collect`, each on its own state dir, reading bench/soak_lctl.py: one OST of
 `--entries` job entries with jobs starting and ending all the time, generated at the clock's
-time), `jobio exporter` (scraped at every sample), and once a simulated day `jobio db prune`
-with `retention.raw` 7 days. Samples every `--sample` wall seconds: each daemon's RSS and
-open files (/proc), the database's size, each collector's spool and kept dirs, rows stored
-(ingest_batch's n_rows per collector, which retention never drops) against rows expected
-(every read a collector took: each of its entries moved, so one row each; the first read of
-a collector only sets its baseline), rows in jobstats_delta, ERROR and Traceback lines of the
-daemons' logs. Writes OUT/soak.csv and OUT/soak.png (matplotlib, the server extra), prints
-the bounds: RSS of each daemon at the end against its first simulated day, the database's
-size once retention applies, spool empty, stored = expected, errors 0.
+time); `jobio exporter`, scraped every 5 s by a real Prometheus (Debian's, its own port and
+data dir); the real job-end hook (epilog/jobio-epilog through the wrapper docs/hook.md
+describes) run for every job of the first `--mailed` slots as it ends on the clock, with the
+environment slurmctld gives an EpilogSlurmctld (bench/soak_jobs.py, which also stands in for
+sacct: the jobs never ran on a Slurm); `jobio report-daemon` mailing them to the real SMTP
+sink of the tests (tests/notify/smtp_sink.py, in this process); `jobio alerts` every
+`--alerts-every` simulated seconds, `daily` and `db prune` once a simulated day
+(bench/soak_parts.Timer: never two runs at once, as a systemd timer); `jobio serve` as its
+own account with its own munged, answering `jobio --server URL JOBID` run as carol every
+`--ask-every` simulated seconds (bench/soak_serve.py). Samples every `--sample` wall
+seconds: each daemon's RSS and open files (/proc), the database's size, each collector's
+spool and kept dirs, the hook spool's files and the mail queue's depth (queued, sending),
+rows stored (ingest_batch's n_rows per collector, which retention never drops) against rows
+expected (every read a collector took: each of its entries moved, so one row each; the
+first read of a collector only sets its baseline), rows in jobstats_delta, the sink's mails
+per job id, errors (ERROR and Traceback lines of every log, a hook that did not exit 0
+silently, a timer's or client's non-zero exit, Prometheus's failed scrapes). After the last
+simulated second the daemons go on (`--drain`, wall seconds at most) until the hook spool
+and the queue are empty. Writes OUT/soak.csv and OUT/soak.png (bench/soak_plot.py), prints
+the bounds: RSS of each daemon against its first simulated day, the database's size once
+retention applies, spools and queue empty, stored = expected, every hooked job mailed
+exactly once and complete, errors 0.
 
 The compressed clock (slurm_io/clock.py, SLURM_IO_CLOCK): every daemon started here, and
 soak_lctl.py, see simulated time SPEED times faster than the wall clock, from the same
@@ -23,28 +38,36 @@ origin: a collector waits 600 simulated seconds (0.42 s of wall time at 1440) be
 reads, stamps its rows, ages its kept batches and `db prune` drops days on that clock. What
 it stands for: 30 days of cycles, rows, partitions created and dropped, kept batches
 written and aged, collector state churned by 30 days of jobs, each daemon's memory over
-~4,300 cycles. What it does not: wall-clock effects (PostgreSQL's autovacuum, checkpoints
-and now(), TCP keep-alives, log rotation, the kernel's page cache over a month), a site's
-read size (`--entries`: 300 entries, not 100k), and the hook, the report daemon and `jobio
-serve` (not run here: see bench/README.md).
+~4,300 cycles, 720 jobs through the hook, the queue and SMTP. What it does not: wall-clock
+effects (PostgreSQL's autovacuum, checkpoints and now(), TCP keep-alives, log rotation, the
+kernel's page cache over a month), a site's read size (`--entries`: 300 entries, not 100k)
+and job rate (24 mailed jobs a simulated day: the hook and the mail's plots cost real CPU
+time per job). The reporter's patience (`--max-wait`) is on PostgreSQL's clock, the wall,
+so it is set to a year here: a job is mailed when sacct's record is final and every
+collector read past its end, never on a timeout.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psycopg
 from psycopg import sql
+
+from bench import soak_jobs, soak_plot, soak_serve
+from bench import soak_parts as parts
+from slurm_io.notify import hookspool
 
 REPO = Path(__file__).resolve().parent.parent
 SIM0 = 1_790_000_000.0 - 1_790_000_000.0 % 86400  # 2026-09-21 00:00 UTC
@@ -61,19 +84,8 @@ def server_dsn(args: argparse.Namespace) -> str:
     return EmbeddedPostgres(state).ensure()
 
 
-def _dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
-def _proc(pid: int) -> tuple[int, int]:
-    """(RSS bytes, open files) of a live process; (0, 0) once it is gone."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-        rss = next(int(line.split()[1]) * 1024 for line in status.splitlines()
-                   if line.startswith("VmRSS:"))
-        return rss, len(os.listdir(f"/proc/{pid}/fd"))
-    except (OSError, StopIteration):
-        return 0, 0
 
 
 def _expected(log: Path) -> int:
@@ -90,6 +102,32 @@ def _errors(logs: list[Path]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tests.notify.smtp_sink import smtp_server
+
+    with smtp_server() as (sink, smtp_port), contextlib.ExitStack() as stack:
+        return _run(args, sink, smtp_port, stack)
+
+
+def _config(args: argparse.Namespace, out: Path, dsn: str, ports: dict[str, int]) -> Path:
+    """The site's config: retention, the exporter's port, the hook's spool, the SMTP sink,
+    the sacct stand-in (bench/soak_jobs.py) and every job mailed (mail.policy = all)."""
+    sacct = out / "sacct"
+    sacct.write_text(f"#!/bin/sh\nexec {sys.executable} {REPO / 'bench' / 'soak_jobs.py'} "
+                     f"sacct {args.entries} \"$@\"\n")
+    sacct.chmod(0o755)
+    config = out / "config.toml"
+    config.write_text(
+        f'dsn = "{dsn}"\n[retention]\nraw = "{args.retention}"\n'
+        f'[exporter]\nlisten = "127.0.0.1:{ports["exporter"]}"\n'
+        f'[hook]\nspool_dir = "{out / "hookspool"}"\ndb_timeout = 60\n'
+        f'[mail]\nhost = "127.0.0.1"\nport = {ports["smtp"]}\ndomain = "soak.example"\n'
+        f'from = "jobio@soak.example"\npolicy = "all"\nslurm_lookup = false\ntimeout = 30\n'
+        f'[slurm]\nsacct = "{sacct}"\nscontrol = "/bin/false"\n')
+    return config
+
+
+def _run(args: argparse.Namespace, sink: Any, smtp_port: int,
+         stack: contextlib.ExitStack) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     server = server_dsn(args)
@@ -100,13 +138,15 @@ def run(args: argparse.Namespace) -> int:
     params = psycopg.conninfo.conninfo_to_dict(server)
     params["dbname"] = args.db
     dsn = psycopg.conninfo.make_conninfo(**params)
-    port = 19800 + os.getpid() % 100
-    config = out / "config.toml"
-    config.write_text(f'dsn = "{dsn}"\n[retention]\nraw = "{args.retention}"\n'
-                      f'[exporter]\nlisten = "127.0.0.1:{port}"\n')
-    wall0 = time.time()
-    env = {**os.environ, "SLURM_IO_CLOCK": f"{SIM0} {wall0} {args.speed}",
-           "SLURM_IO_CONFIG": str(config), "PYTHONPATH": str(REPO)}
+    ports = {"exporter": 19800 + os.getpid() % 100, "smtp": smtp_port,
+             "prometheus": parts.free_port()}
+    shutil.rmtree(out / "hookspool", ignore_errors=True)
+    shutil.rmtree(out / "daily", ignore_errors=True)
+    config = _config(args, out, dsn, ports)
+    wrapper = parts.hook_wrapper(out / "jobio-epilog", config)
+    env = {**os.environ, "SLURM_IO_CONFIG": str(config), "PYTHONPATH": str(REPO)}
+    env.pop("SLURM_IO_MAIL_BUILDER", None)  # the real mail, plots and all
+    env.pop("SLURM_IO_CLOCK", None)
     jobio = [sys.executable, "-m", "slurm_io.cli"]
     up = subprocess.run([*jobio, "db", "upgrade"], env=env, capture_output=True, text=True,
                         check=False)
@@ -114,48 +154,65 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"db upgrade failed: {up.stderr}")
     daemons: dict[str, subprocess.Popen] = {}
     logs: dict[str, Path] = {}
+    if args.serve:  # before the clock starts: munged and the service take seconds to start
+        logs["serve"] = out / "serve.log"
+        serve = stack.enter_context(soak_serve.serving(dsn, jobio, env, logs["serve"]))
+        daemons["serve"] = serve.proc
+    wall0 = time.time()
+    env["SLURM_IO_CLOCK"] = f"{SIM0} {wall0} {args.speed}"
     names = [f"oss{i + 1:02d}" for i in range(args.servers)]
-    for name in names:
+
+    def start(name: str, argv: list[str]) -> None:
         logs[name] = out / f"{name}.log"
+        daemons[name] = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                         stderr=logs[name].open("w"))
+
+    for name in names:
         lctl = f"{sys.executable} {REPO / 'bench' / 'soak_lctl.py'} {name} {args.entries} " \
                f"{out / (name + '.reads')}"
         (out / f"{name}.reads").unlink(missing_ok=True)
-        daemons[name] = subprocess.Popen(
-            [*jobio, "--state-dir", str(out / "state" / name), "collect", "--name", name,
-             "--command", lctl, "--interval", str(args.interval)],
-            env=env, stdout=subprocess.DEVNULL, stderr=logs[name].open("w"))
-    logs["exporter"] = out / "exporter.log"
-    daemons["exporter"] = subprocess.Popen([*jobio, "exporter"], env=env,
-                                           stdout=subprocess.DEVNULL,
-                                           stderr=logs["exporter"].open("w"))
-    logs["prune"] = out / "prune.log"
-    _wait_for(f"http://127.0.0.1:{port}/metrics")  # errors count once it answered
+        start(name, [*jobio, "--state-dir", str(out / "state" / name), "collect", "--name",
+                     name, "--command", lctl, "--interval", str(args.interval)])
+    start("exporter", [*jobio, "exporter"])
+    # max-wait: a year, since the reporter's patience is on PostgreSQL's clock (the wall),
+    # which the compressed clock's jobs (ended weeks "ago") would always exceed
+    start("reporter", [*jobio, "report-daemon", "--interval", "1", "--max-wait", "31536000",
+                       "--sweep-every", str(args.sweep_every)])
+    parts.wait_for(f"http://127.0.0.1:{ports['exporter']}/metrics")
+    prometheus = parts.start_prometheus(out, f"127.0.0.1:{ports['exporter']}",
+                                        ports["prometheus"])
+    prom_wall0 = time.time()
+    daemons["prometheus"] = prometheus
+    state: dict[str, Any] = {"hooked": set(), "hook_errors": 0, "wall0": wall0}
+    timers = _timers(args, out, jobio, env, logs)
+    if args.serve:
+        timers.append(_client(args, out, serve, state, logs))
     rows: list[dict[str, float]] = []
     end_wall = wall0 + args.days * DAY / args.speed
-    pruned_day = 0
-    scrape_errors = 0
+    hooked_until = SIM0
+    next_sample = time.time() + args.sample
     try:
         while time.time() < end_wall:
-            time.sleep(max(0.0, min(args.sample, end_wall - time.time())))
+            time.sleep(0.2)
             sim = SIM0 + (time.time() - wall0) * args.speed
-            day = int((sim - SIM0) // DAY)
-            if day > pruned_day:  # once a simulated day, as the cron job
-                pruned_day = day
-                with logs["prune"].open("a") as f:
-                    subprocess.run([*jobio, "db", "prune"], env=env, stdout=f, stderr=f,
-                                   check=False)
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-                    r.read()
-            except OSError:
-                scrape_errors += 1
-            rows.append(_sample(dsn, out, names, daemons, logs, sim, wall0, scrape_errors))
-            r = rows[-1]
-            print(f"day {r['sim_day']:5.1f}: db {r['db_bytes'] / 1e6:7.1f} MB, rows stored "
-                  f"{int(r['rows_stored']):,} / expected {int(r['rows_expected']):,}, "
-                  + ", ".join(f"{n} {r[n + '_rss'] / 1e6:.0f} MB" for n in daemons),
-                  flush=True)
+            for job, _end in soak_jobs.ended(args.entries, args.mailed, hooked_until, sim):
+                rc, said = parts.run_hook(wrapper, soak_jobs.hook_env(args.entries, job))
+                state["hooked"].add(job)
+                if rc != 0 or said:
+                    state["hook_errors"] += 1
+                    print(f"hook of job {job}: exit {rc}: {said}", flush=True)
+            hooked_until = sim
+            for t in timers:
+                t.tick(sim)
+            if time.time() >= next_sample:
+                next_sample += args.sample
+                rows.append(_sample(dsn, out, names, daemons, logs, sim, state, sink, timers))
+                _print(rows[-1], daemons)
+        _drain(dsn, out, args.drain)
+        state["scrape_errors"] = _scrapes(out, ports["prometheus"], time.time() - prom_wall0)
     finally:
+        for t in timers:
+            t.finish()
         for p in daemons.values():
             p.send_signal(signal.SIGTERM)
         for p in daemons.values():
@@ -164,31 +221,95 @@ def run(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
     sim = SIM0 + (time.time() - wall0) * args.speed
-    rows.append(_sample(dsn, out, names, daemons, logs, sim, wall0, scrape_errors))
-    _write(out, rows)
-    return _judge(rows, names, list(daemons))
+    rows.append(_sample(dsn, out, names, daemons, logs, sim, state, sink, timers))
+    soak_plot.write(out, rows)
+    return soak_plot.judge(rows, names, [n for n in daemons if n != "prometheus"])
 
 
-def _wait_for(url: str, timeout: float = 120.0) -> None:
-    """Until `url` answers (the exporter started): a loaded box takes seconds to import it."""
+def _client(args: argparse.Namespace, out: Path, serve: soak_serve.Serve,
+            state: dict[str, Any], logs: dict[str, Path]) -> parts.Timer:
+    """`jobio --server URL JOBID` as carol every --ask-every simulated seconds, for the
+    last job the hook saw (each non-zero exit an error)."""
+    def ask(_sim: float) -> list[str] | None:
+        return serve.ask(max(state["hooked"])) if state["hooked"] else None
+
+    log = out / "client.log"
+    log.unlink(missing_ok=True)
+    logs["client"] = log
+    timer = parts.Timer("client", args.ask_every, ask, serve.env, log, soak_serve.as_client())
+    timer.next = SIM0 + args.ask_every
+    return timer
+
+
+def _timers(args: argparse.Namespace, out: Path, jobio: list[str], env: dict[str, str],
+            logs: dict[str, Path]) -> list[parts.Timer]:
+    """`db prune` and `daily` once a simulated day, `jobio alerts` every --alerts-every."""
+    def day_of(sim: float) -> str:
+        return time.strftime("%Y-%m-%d", time.gmtime(sim - DAY))
+
+    def daily(sim: float) -> list[str]:
+        return [*jobio, "daily", "--date", day_of(sim), "--out", str(out / "daily" / day_of(sim))]
+
+    def alerts(sim: float) -> list[str]:
+        return [*jobio, "alerts", "--at", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(sim))]
+
+    timers = [parts.Timer("prune", DAY, lambda _sim: [*jobio, "db", "prune"], env,
+                          out / "prune.log"),
+              parts.Timer("daily", DAY, daily, env, out / "daily.log"),
+              parts.Timer("alerts", args.alerts_every, alerts, env, out / "alerts.log")]
+    for t in timers:
+        t.log.unlink(missing_ok=True)
+        logs[t.name] = t.log
+        t.next = SIM0 + t.period  # from the clock's start: daemons start as it runs
+    return timers
+
+
+def _drain(dsn: str, out: Path, timeout: float) -> None:
+    """After the last job end, as a site's quiet night: the daemons go on until the hook
+    spool and the mail queue are empty (the last jobs wait for a collector's read past their
+    end), at most `timeout` wall seconds."""
     deadline = time.time() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=30) as r:
-                r.read()
+    while time.time() < deadline:
+        if not hookspool.pending(str(out / "hookspool")) and _queue_depth(dsn) == 0:
             return
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.2)
+        time.sleep(0.5)
+
+
+def _queue_depth(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        return int(conn.execute("SELECT count(*) FROM report_queue WHERE state IN "
+                                "('queued', 'sending')").fetchone()[0])  # type: ignore[index]
+
+
+def _scrapes(out: Path, port: int, seconds: float) -> int:
+    """Prometheus's failed scrapes of the exporter over the run (scrapes - successful ones),
+    written to OUT/prometheus.txt; -1 when Prometheus kept nothing."""
+    window = f"[{int(seconds) + 30}s]"
+    total = parts.prom_query(port, f'count_over_time(up{{job="jobio"}}{window})')
+    good = parts.prom_query(port, f'sum_over_time(up{{job="jobio"}}{window})')
+    (out / "prometheus.txt").write_text(f"scrapes {total}, successful {good}\n")
+    return -1 if not total or good is None else int(total - good)
+
+
+
+
+
+
+def _print(r: dict[str, float], daemons: dict[str, subprocess.Popen]) -> None:
+    print(f"day {r['sim_day']:5.1f}: db {r['db_bytes'] / 1e6:7.1f} MB, rows stored "
+          f"{int(r['rows_stored']):,} / expected {int(r['rows_expected']):,}, jobs "
+          f"{int(r['jobs_hooked'])} mailed {int(r['mails'])} queue {int(r['mail_queue'])} "
+          f"spool {int(r['hook_spool'])}, "
+          + ", ".join(f"{n} {r[n + '_rss'] / 1e6:.0f} MB" for n in daemons), flush=True)
 
 
 def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess.Popen],
-            logs: dict[str, Path], sim: float, wall0: float,
-            scrape_errors: int) -> dict[str, float]:
-    row: dict[str, float] = {"wall_s": time.time() - wall0, "sim_day": (sim - SIM0) / DAY}
+            logs: dict[str, Path], sim: float, state: dict[str, Any], sink: Any,
+            timers: list[parts.Timer]) -> dict[str, float]:
+    row: dict[str, float] = {"wall_s": time.time() - state["wall0"],
+                             "sim_day": (sim - SIM0) / DAY}
     for name, p in daemons.items():
-        row[name + "_rss"], row[name + "_fds"] = _proc(p.pid)
+        row[name + "_rss"], row[name + "_fds"] = parts.proc_usage(p.pid)
     with psycopg.connect(dsn) as conn:
         row["db_bytes"] = conn.execute("SELECT pg_database_size(current_database())"
                                        ).fetchone()[0]  # type: ignore[index]
@@ -199,81 +320,34 @@ def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess
         row["partitions"] = conn.execute(
             "SELECT count(*) FROM pg_inherits WHERE inhparent = 'jobstats_delta'::regclass"
         ).fetchone()[0]  # type: ignore[index]
+        queue = dict(conn.execute("SELECT state, count(*) FROM report_queue GROUP BY state"
+                                  ).fetchall())
     row["rows_stored"] = sum(int(stored.get(n, 0)) for n in names)
     row["rows_expected"] = sum(_expected(out / f"{n}.reads") for n in names)
     row["spool_bytes"] = sum(f.stat().st_size for n in names
                              for f in (out / "state" / n / "spool").glob("*.batch"))
-    row["kept_bytes"] = sum(_dir_bytes(out / "state" / n / "spool" / "kept") for n in names)
-    row["errors"] = _errors(list(logs.values())) + scrape_errors
+    row["kept_bytes"] = sum(parts.dir_bytes(out / "state" / n / "spool" / "kept") for n in names)
+    row["hook_spool"] = len(hookspool.pending(str(out / "hookspool")))
+    row["mail_queue"] = queue.get("queued", 0) + queue.get("sending", 0)
+    for st in ("sent", "skipped", "failed"):
+        row["queue_" + st] = queue.get(st, 0)
+    reports = [r for r in list(sink.received) if "X-Jobio-Alert" not in r.message]
+    per_job: dict[int, int] = {}
+    for r in reports:
+        per_job[r.job] = per_job.get(r.job, 0) + 1
+    row["jobs_hooked"] = len(state["hooked"])
+    row["mails"] = len(reports)
+    row["jobs_mailed_once"] = sum(1 for j in state["hooked"] if per_job.get(j) == 1)
+    row["jobs_mailed_twice"] = sum(1 for n in per_job.values() if n > 1)
+    row["mails_not_hooked"] = sum(1 for j in per_job if j not in state["hooked"])
+    row["mails_incomplete"] = sum(1 for r in reports
+                                  if r.message["X-Jobio-Data-Complete"] == "no")
+    row["alert_mails"] = len(sink.received) - len(reports)
+    row["timer_runs"] = sum(t.runs for t in timers)
+    row["client_asks"] = sum(t.runs for t in timers if t.name == "client")
+    row["errors"] = (_errors(list(logs.values())) + state.get("scrape_errors", 0)
+                     + state["hook_errors"] + sum(t.failures for t in timers))
     return row
-
-
-def _write(out: Path, rows: list[dict[str, float]]) -> None:
-    with (out / "soak.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    _plot(out, rows)
-
-
-def _plot(out: Path, rows: list[dict[str, float]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    day = [r["sim_day"] for r in rows]
-    live = rows[:-1]  # the last sample is taken after the daemons stopped
-    fig, ax = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
-    for key in rows[0]:
-        if key.endswith("_rss"):
-            ax[0][0].plot(day[:-1], [r[key] / 1e6 for r in live], label=key[:-4])
-        if key.endswith("_fds"):
-            ax[0][1].plot(day[:-1], [r[key] for r in live], label=key[:-4])
-    ax[0][0].set_title("RSS (MB)")
-    ax[0][1].set_title("open files")
-    ax[1][0].plot(day, [r["db_bytes"] / 1e6 for r in rows], label="database")
-    ax[1][0].plot(day, [r["kept_bytes"] / 1e6 for r in rows], label="kept batches")
-    ax[1][0].plot(day, [r["spool_bytes"] / 1e6 for r in rows], label="spool")
-    ax[1][0].set_title("size (MB)")
-    ax[1][1].plot(day, [r["rows_expected"] / 1e6 for r in rows], label="expected", lw=4,
-                  alpha=0.4)
-    ax[1][1].plot(day, [r["rows_stored"] / 1e6 for r in rows], label="stored (ingest_batch)")
-    ax[1][1].plot(day, [r["rows_in_table"] / 1e6 for r in rows],
-                  label="in jobstats_delta (retention 7 d)")
-    ax[1][1].set_title("rows (millions)")
-    for a in ax.flat:
-        a.legend(fontsize=8)
-        a.grid(alpha=0.3)
-    for a in ax[1]:
-        a.set_xlabel("simulated day")
-    fig.tight_layout()
-    fig.savefig(out / "soak.png", dpi=80)
-
-
-def _judge(rows: list[dict[str, float]], names: list[str], daemons: list[str]) -> int:
-    """Print the bounds; 1 when one is broken."""
-    last, live = rows[-1], rows[:-1] or rows  # the last sample is after the daemons stopped
-    first_day = [r for r in live if r["sim_day"] <= 1.0] or live[:1]
-    ok = True
-    for name in daemons:
-        base = max(r[name + "_rss"] for r in first_day)
-        peak = max(r[name + "_rss"] for r in live)
-        fds = (min(r[name + "_fds"] for r in live), max(r[name + "_fds"] for r in live))
-        grew = (peak / base - 1) * 100 if base else float("nan")
-        print(f"{name}: RSS first day {base / 1e6:.1f} MB, peak {peak / 1e6:.1f} MB "
-              f"({grew:+.0f} %), open files {fds[0]:.0f}-{fds[1]:.0f}")
-        ok &= bool(base) and grew <= 10
-    after = [r["db_bytes"] for r in live if r["sim_day"] >= 9]
-    if after:
-        print(f"database after retention applies (day 9 on): {min(after) / 1e6:.0f}-"
-              f"{max(after) / 1e6:.0f} MB")
-    print(f"rows stored {int(last['rows_stored']):,}, expected {int(last['rows_expected']):,}; "
-          f"spool at the end {int(last['spool_bytes'])} bytes; kept {last['kept_bytes'] / 1e6:.1f}"
-          f" MB; errors {int(last['errors'])}")
-    ok &= last["rows_stored"] == last["rows_expected"] and last["spool_bytes"] == 0
-    ok &= last["errors"] == 0
-    return 0 if ok else 1
 
 
 def main() -> None:
@@ -286,6 +360,18 @@ def main() -> None:
     ap.add_argument("--servers", type=int, default=3)
     ap.add_argument("--entries", type=int, default=300)
     ap.add_argument("--interval", type=float, default=600.0, help="simulated s between reads")
+    ap.add_argument("--mailed", type=int, default=6,
+                    help="slots whose jobs get the hook and a mail (4 jobs a day each)")
+    ap.add_argument("--alerts-every", type=float, default=14400.0,
+                    help="simulated s between `jobio alerts` runs")
+    ap.add_argument("--sweep-every", type=float, default=900.0,
+                    help="the report daemon's --sweep-every (wall s)")
+    ap.add_argument("--drain", type=float, default=120.0,
+                    help="wall s at most for the queue to empty after the last job end")
+    ap.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
+                    help="`jobio serve` and its client loop (root: munged, OS accounts)")
+    ap.add_argument("--ask-every", type=float, default=3600.0,
+                    help="simulated s between the client's questions to `jobio serve`")
     ap.add_argument("--retention", default="7d")
     ap.add_argument("--sample", type=float, default=10.0, help="wall s between samples")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "soak"))
@@ -293,12 +379,14 @@ def main() -> None:
                     help="only draw OUT/soak.png again from OUT/soak.csv and print the bounds")
     args = ap.parse_args()
     if args.replot:
-        with (Path(args.out) / "soak.csv").open() as f:
-            rows = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
-        _plot(Path(args.out), rows)
-        sys.exit(_judge(rows, [k[:-4] for k in rows[0] if k.startswith("oss")
+        rows = soak_plot.read(Path(args.out))
+        soak_plot.plot(Path(args.out), rows)
+        sys.exit(soak_plot.judge(rows, [k[:-4] for k in rows[0] if k.startswith("oss")
                                and k.endswith("_rss")],
-                        [k[:-4] for k in rows[0] if k.endswith("_rss")]))
+                        [k[:-4] for k in rows[0] if k.endswith("_rss")
+                         and not k.startswith("prometheus")]))
+    # stopped by TERM (or INT, which a background job ignores): the daemons stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak.py: stopped by SIGTERM"))
     sys.exit(run(args))
 
 

@@ -156,6 +156,16 @@ def ensure_partitions(
     return ensure_days(conn, (first + timedelta(days=i) for i in range((last - first).days + 1)))
 
 
+class PartitionBusy(Exception):
+    """A partition's DROP gave up after `lock_timeout` behind a long reader (a report):
+    raised by `prune` with the partitions it did drop, so that the caller can say it in one
+    line without knowing the driver's errors."""
+
+    def __init__(self, dropped: list[str]) -> None:
+        super().__init__(f"jobstats_delta in use; dropped before giving up: {len(dropped)}")
+        self.dropped = dropped
+
+
 def prune(
     conn: psycopg.Connection,
     older_than_seconds: float,
@@ -168,9 +178,10 @@ def prune(
     Never deletes rows one by one: a day that is only partly older than the cut-off is kept
     whole. Each partition is dropped in its own short transaction (DROP needs an ACCESS
     EXCLUSIVE lock on jobstats_delta); `lock_timeout` stops a drop waiting behind a long
-    report -- which would stall ingest queued behind it -- by raising LockNotAvailable, so
-    retention simply runs again later. The day's packed partition (sql/0021) goes in the
-    same transaction. Returns the names dropped, oldest first.
+    report -- which would stall ingest queued behind it -- by raising PartitionBusy (with
+    the days dropped before), so retention simply runs again later. The day's packed
+    partition (sql/0021) goes in the same transaction. Returns the names dropped, oldest
+    first.
     """
     if older_than_seconds < 0:
         raise ValueError("older_than_seconds must be >= 0")
@@ -190,6 +201,8 @@ def prune(
                     conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
                         sql.Identifier(name)))
             dropped.append(partition_name(day))
+    except errors.LockNotAvailable as e:
+        raise PartitionBusy(list(dropped)) from e
     finally:
         known = _known.get(conn)
         if known is not None:

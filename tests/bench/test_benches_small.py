@@ -162,22 +162,44 @@ def test_bench_migrations_small(pg_dsn: str, show_db: str) -> None:
 
 
 def test_soak_small(pg_dsn: str, tmp_path: Path) -> None:
-    """bench/soak.py for two simulated days (its fake lctl, bench/soak_lctl.py, generating
-    the reads): the collectors' rows all stored, the spool empty, no error logged, the CSV
-    and the plot written. The RSS bound it also prints is the long run's to judge."""
+    """bench/soak.py for two simulated days with every daemon: the collectors reading its
+    fake lctl (bench/soak_lctl.py), the exporter scraped by a real Prometheus, the real hook
+    (epilog/jobio-epilog) run for each ended job with the environment slurmctld gives
+    (bench/soak_jobs.py, also sacct's stand-in), the report daemon mailing the real SMTP
+    sink, `jobio alerts`, `daily` and `db prune` on their timers (bench/soak_parts.py),
+    `jobio serve` answering `jobio --server URL JOBID` as carol (bench/soak_serve.py):
+    the collectors' rows all stored, the spool, hook spool and mail queue empty, every hooked
+    job mailed exactly once and complete, no error logged, the CSV and the plot
+    (bench/soak_plot.py) written. The RSS bound it also prints is the long run's to judge."""
     proc = subprocess.run([sys.executable, "bench/soak.py", "--dsn", pg_dsn, "--db",
                            "small_soak", "--days", "2", "--speed", "2880", "--entries", "40",
-                           "--sample", "3", "--out", str(tmp_path / "soak")], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, check=False)
+                           "--mailed", "3", "--sample", "3", "--out", str(tmp_path / "soak")],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
     out = proc.stdout
     done = re.search(r"rows stored ([\d,]+), expected ([\d,]+); spool at the end (\d+) bytes;"
                      r" kept [\d.]+ MB; errors (\d+)", out)
     assert done, f"{out[-3000:]}\n{proc.stderr[-3000:]}"
     assert done[1] == done[2] and done[1] != "0" and done[3] == "0" and done[4] == "0", out
-    for name in ("oss01", "oss02", "oss03", "exporter"):
+    mails = re.search(r"jobs hooked (\d+), mailed exactly once (\d+), twice or more (\d+), "
+                      r"mails of no hooked job (\d+), incomplete (\d+); queue at the end "
+                      r"(\d+) \(sent (\d+), skipped (\d+), failed (\d+)\); hook spool at "
+                      r"the end (\d+); alert mails \d+; timer runs (\d+)", out)
+    assert mails, out
+    hooked, once, twice, stray, incomplete, queued, sent, skipped, failed, spool, timers = (
+        int(x) for x in mails.groups())
+    assert hooked > 5 and once == sent == hooked, out
+    assert twice == stray == incomplete == queued == skipped == failed == spool == 0, out
+    assert timers >= 4, out  # prune and daily on day 1 and 2, alerts, the client
+    asks = re.search(r"questions to jobio serve (\d+)", out)
+    assert asks and int(asks[1]) > 5, out
+    for name in ("oss01", "oss02", "oss03", "exporter", "reporter", "serve"):
         assert re.search(rf"^{name}: RSS first day [\d.]+ MB, peak", out, re.M), out
     assert (tmp_path / "soak" / "soak.png").stat().st_size > 10_000
     assert len((tmp_path / "soak" / "soak.csv").read_text().splitlines()) > 5
+    assert any((tmp_path / "soak" / "daily").glob("*/index.html"))
+    scrapes = re.search(r"scrapes ([\d.]+), successful ([\d.]+)",
+                        (tmp_path / "soak" / "prometheus.txt").read_text())
+    assert scrapes and float(scrapes[1]) == float(scrapes[2]) > 5
 
 
 def test_bench_exporter_latency_small(pg_dsn: str) -> None:

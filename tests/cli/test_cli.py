@@ -76,6 +76,26 @@ def test_prune_drops_old_partitions_only(db_dsn, tmp_path):
         assert conn.execute("SELECT count(*) FROM jobstats_delta").fetchone() == (0,)
 
 
+def test_prune_behind_a_long_reader_says_so_in_one_line(db_dsn, tmp_path):
+    """A report reading jobstats_delta (here: a transaction holding its ACCESS SHARE lock)
+    makes the partition DROP give up after its lock_timeout: one line that names the cause
+    and that the next prune catches up, exit 1, nothing dropped (the soak met it)."""
+    sim = tmp_path / "sim"
+    simulate(sim, seed=2, start=START, hours=0.25, n_nodes=4, n_oss=1, jobs_per_hour=8,
+             outage=False)
+    run("--dsn", db_dsn, "--state-dir", str(tmp_path / "st"), "collect", "--from", str(sim))
+    with psycopg.connect(db_dsn) as reader:
+        reader.execute("SELECT count(*) FROM jobstats_delta").fetchone()  # lock held
+        r = run("--dsn", db_dsn, "db", "prune", "--older-than", "1d")
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.output.strip().splitlines() == [
+        "jobio: error: db prune: jobstats_delta is in use by a long query (a `jobio daily` "
+        "or report running now?): its old days are dropped at the next prune; run it when "
+        "no report runs"], r.output
+    r = run("--dsn", db_dsn, "db", "prune", "--older-than", "1d")
+    assert r.exit_code == 0 and "jobstats_delta_p20261118" in r.output
+
+
 def test_config_file_sets_keys_and_rejects_unknown_ones(tmp_path, monkeypatch, db_dsn):
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'dsn = "{db_dsn}"\n[collect]\ninterval = 60\n[jobid]\nformats = ["%j"]\n')
