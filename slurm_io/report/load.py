@@ -9,7 +9,8 @@ user's. The result is a list of `Part`s, each a vector of counters with its owne
 `group()` adds up by job, user, account, host or filesystem. Pure from `parts()` on.
 
 The interval: T = the newest ts_end at or before the moment; the deltas with ts_end in
-(T - 0.9 interval, T] (see report/top.py: the last read of every server, never two).
+(T - 0.9 interval, T] (see report/top.py: the last read of every server, never two). T is
+taken from the collectors' newest batch where the rows read confirm it (`_newest_interval`).
 """
 
 from __future__ import annotations

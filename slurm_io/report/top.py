@@ -77,14 +77,18 @@ def view(ld: Load, *, fs: str | None = None, kind: str | None = None,
         return Top(None, ld.lo, [], Group("total", None, "total", ""), 0, 0, fs, kind, by,
                    sort, rates, ld.interval)
     everything = total(ld.parts)
-    # the lines of the view by job, counted without adding them up (group's keys)
-    n_jobs = len({p.job for p in ld.parts if p.kind == "job"})
-    n_other = len({(p.kind, p.host_id if p.kind == "system" else p.uid) for p in ld.parts
-                   if p.kind in ("user", "system")})
-    if user is not None:  # only the user's parts (their jobs and their load outside jobs)
-        ld = replace(ld, parts=[p for p in ld.parts if p.kind in ("job", "user")
-                                and owner(ld, p) == user])
-    groups = group(ld, by)
+    if by == "job" and user is None:
+        groups = group(ld, "job")
+        n_jobs = sum(1 for g in groups if g.kind == "job")
+        n_other = sum(1 for g in groups if g.kind in ("user", "system"))
+    else:  # the lines of the view by job counted without adding them up (group's keys)
+        n_jobs = len({p.job for p in ld.parts if p.kind == "job"})
+        n_other = len({(p.kind, p.host_id if p.kind == "system" else p.uid)
+                       for p in ld.parts if p.kind in ("user", "system")})
+        if user is not None:  # only the user's parts (their jobs and their load outside jobs)
+            ld = replace(ld, parts=[p for p in ld.parts if p.kind in ("job", "user")
+                                    and owner(ld, p) == user])
+        groups = group(ld, by)
     minimum = None if minrate is None else minrate * ld.interval
     rows = rank(groups, sort, minimum=minimum, limit=limit)
     return Top(ld.at, ld.lo, rows, everything, n_jobs, n_other, fs, kind, by, sort,
