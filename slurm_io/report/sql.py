@@ -210,10 +210,11 @@ def candidate_jobs(conn: Connection, pairs: list[tuple[int, int]], t0: float,
     return [CandidateJob(h, j, u, tuple(n or ()), st, en) for h, j, u, n, st, en in conn.execute(
         "SELECT jn.host_id, j.job_raw, j.uid, j.nodes, "
         "extract(epoch FROM j.start_time)::float8, extract(epoch FROM j.end_time)::float8"
-        " FROM unnest(%s::int4[], %s::int4[]) p(host_id, uid) JOIN job_node jn "
-        "ON jn.host_id = p.host_id AND jn.uid = p.uid JOIN job j ON j.job = jn.job "
-        "WHERE jn.start_time < %s AND coalesce(jn.end_time, 'infinity') > %s "
-        "ORDER BY jn.host_id, jn.uid, jn.start_time, jn.job",
+        " FROM unnest(%s::int4[], %s::int4[]) p(host_id, uid) CROSS JOIN LATERAL ("
+        "SELECT jn.host_id, jn.uid, jn.start_time, jn.job FROM job_node jn "
+        "WHERE jn.host_id = p.host_id AND jn.uid = p.uid AND jn.start_time < %s "
+        "AND coalesce(jn.end_time, 'infinity') > %s OFFSET 0) jn "  # OFFSET 0: probe per pair
+        "JOIN job j ON j.job = jn.job ORDER BY jn.host_id, jn.uid, jn.start_time, jn.job",
         ([h for h, _ in pairs], [u for _, u in pairs], ts(hi), ts(t0)))]
 
 
