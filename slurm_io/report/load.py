@@ -9,7 +9,8 @@ user's. The result is a list of `Part`s, each a vector of counters with its owne
 `group()` adds up by job, user, account, host or filesystem. Pure from `parts()` on.
 
 The interval: T = the newest ts_end at or before the moment; the deltas with ts_end in
-(T - 0.9 interval, T] (see report/top.py: the last read of every server, never two).
+(T - 0.9 interval, T] (see report/top.py: the last read of every server, never two). T is
+taken from the collectors' newest batch where the rows read confirm it (`_newest_interval`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ DERIVED = ("meta_ops", "reqs")
 SORT_KEYS: tuple[str, ...] = (*ALIASES, *DERIVED, *COUNTERS)
 GROUPS = ("job", "user", "account", "host", "fs")
 WINDOW = 0.9
+LOOK_BACK = 180.0  # the guess from ingest_batch: within q.latest's first look-back
 
 
 @dataclass
@@ -98,12 +100,11 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
     now = time.time() if now is None else now
     at = now if at is None else at
     q.prefer_index(conn)
-    hi = q.latest(conn, at, fs=fs, kind=kind)
+    no_jit(conn)
+    rows, hi = _newest_interval(conn, at, interval, fs, kind, per_host)
     if hi is None:
         return Load(None, at, interval, [], {}, {}, {}, per_host=per_host)
     lo = hi - WINDOW * interval
-    no_jit(conn)
-    rows = q.interval_rows(conn, lo, hi, fs=fs, kind=kind, per_host=per_host)
     parts: list[Part] = []
     shared: dict[int, list[float]] = {}
     missing: list[tuple[Any, ...]] = []
@@ -135,6 +136,27 @@ def load(conn: Connection, *, at: float | None = None, interval: float = 120.0,
     return Load(hi, lo, interval, parts, jobs, users, hosts, shared, per_host)
 
 
+def _newest_interval(conn: Connection, at: float, interval: float, fs: str | None,
+                     kind: str | None, per_host: bool
+                     ) -> tuple[list[q.IntervalRow], float | None]:
+    """The rows of the interval ending at T, the newest ts_end at or before `at` (None: no
+    data), in one read where the collectors' newest batch names T: the deltas of (guess -
+    window, at] are read, and they are T's interval exactly when their newest ts_end is the
+    guess (none after it). Otherwise (no batch rows to read, a user's role, rows written
+    without a batch) T is looked up in the deltas first (q.latest), as it always was."""
+    guess = q.newest_read(conn, at, LOOK_BACK)
+    if guess is not None:
+        rows, newest = q.interval_newest(conn, guess - WINDOW * interval, at, fs=fs,
+                                         kind=kind, per_host=per_host)
+        if newest == guess:
+            return rows, guess
+    hi = q.latest(conn, at, fs=fs, kind=kind)
+    if hi is None:
+        return [], None
+    return q.interval_rows(conn, hi - WINDOW * interval, hi, fs=fs, kind=kind,
+                           per_host=per_host), hi
+
+
 def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
                    hi: float, now: float, fs: str | None, kind: str | None,
                    spans: dict[int, list[float]]) -> list[Part]:
@@ -144,8 +166,8 @@ def _share_missing(conn: Connection, missing: list[tuple[Any, ...]], lo: float,
     rules (attribute.live: evidence, else time), per facet, and `spans` receives what
     each candidate was given of them and what it may own (Load.shared)."""
     cands: dict[tuple[int, int], list[JobWindow]] = defaultdict(list)
-    for c in q.candidate_jobs(conn, sorted({x[1] for x in missing}),
-                              sorted({x[0] for x in missing}), min(x[3] for x in missing), hi):
+    for c in q.candidate_jobs(conn, sorted({(x[1], x[0]) for x in missing}),
+                              min(x[3] for x in missing), hi):
         cands[(c.host_id, c.uid)].append(JobWindow(c.job, c.uid, c.nodes, c.start, c.end))
     shared: list[tuple[list[Part], tuple[int, int]]] = []
     ambiguous: dict[tuple[int, int], list[JobWindow]] = {}

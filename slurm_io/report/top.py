@@ -76,16 +76,21 @@ def view(ld: Load, *, fs: str | None = None, kind: str | None = None,
     if ld.at is None:
         return Top(None, ld.lo, [], Group("total", None, "total", ""), 0, 0, fs, kind, by,
                    sort, rates, ld.interval)
-    by_job = group(ld, "job")
     everything = total(ld.parts)
-    if user is not None:  # only the user's parts (their jobs and their load outside jobs)
-        ld = replace(ld, parts=[p for p in ld.parts if p.kind in ("job", "user")
-                                and owner(ld, p) == user])
-    groups = by_job if by == "job" and user is None else group(ld, by)
-    n_jobs = sum(1 for g in by_job if g.kind == "job")
+    if by == "job" and user is None:
+        groups = group(ld, "job")
+        n_jobs = sum(1 for g in groups if g.kind == "job")
+        n_other = sum(1 for g in groups if g.kind in ("user", "system"))
+    else:  # the lines of the view by job counted without adding them up (group's keys)
+        n_jobs = len({p.job for p in ld.parts if p.kind == "job"})
+        n_other = len({(p.kind, p.host_id if p.kind == "system" else p.uid)
+                       for p in ld.parts if p.kind in ("user", "system")})
+        if user is not None:  # only the user's parts (their jobs and their load outside jobs)
+            ld = replace(ld, parts=[p for p in ld.parts if p.kind in ("job", "user")
+                                    and owner(ld, p) == user])
+        groups = group(ld, by)
     minimum = None if minrate is None else minrate * ld.interval
     rows = rank(groups, sort, minimum=minimum, limit=limit)
-    n_other = sum(1 for g in by_job if g.kind in ("user", "system"))
     return Top(ld.at, ld.lo, rows, everything, n_jobs, n_other, fs, kind, by, sort,
                rates, ld.interval)
 
