@@ -16,7 +16,7 @@ from slurm_io.lassi import metrics as M
 from slurm_io.model import OP_COUNTERS, IdClass
 from slurm_io.store import tiers
 from slurm_io.store.bulk import copy_rows
-from slurm_io.store.sqlutil import has_tables, no_jit
+from slurm_io.store.sqlutil import has_tables, hash_groups, no_jit
 from slurm_io.store.sqlutil import ts as _ts
 
 HOUR = 3600.0
@@ -36,32 +36,73 @@ _SUM_SQL = ", ".join(f"coalesce(sum({expr}), 0)::float8" for _, expr in _SUMS)
 SUM_NAMES = [n for n, _ in _SUMS]
 
 
+def bucket_range_sql(width: str, first: str) -> tuple[str, str]:
+    """The first and last bucket index (`lo`, `hi`) a delta `d` is spread over (see
+    spread_sql): SQL expressions of one row, no set-returning function."""
+    e = f"extract(epoch FROM d.ts_end) / {width}"
+    s = f"extract(epoch FROM d.ts_start) / {width}"
+    lo = (f"CASE WHEN extract(epoch FROM d.ts_end - d.ts_start) > 1.5 * {width} "
+          f"THEN least(greatest(floor({s})::bigint, {first}), ceil({e})::bigint - 1) "
+          f"ELSE ceil({e})::bigint - 1 END")
+    return lo, f"ceil({e})::bigint - 1"
+
+
 def spread_sql(width: str, first: str) -> str:
     """A LATERAL join giving each delta its bucket(s) `x.b` (bucket index: bucket
     (b * width, (b + 1) * width]) and weight `x.f` (metrics.spread_buckets in SQL): a normal
     read goes whole to the bucket of ts_end, a longer interval (missed reads) is spread
     evenly over its buckets, none before bucket index `first`. `width` and `first` are SQL
     expressions (parameters)."""
-    e = f"extract(epoch FROM d.ts_end) / {width}"
-    s = f"extract(epoch FROM d.ts_start) / {width}"
+    lo, hi = bucket_range_sql(width, first)
     return (
         "CROSS JOIN LATERAL (SELECT gs AS b, 1.0 / (r.hi - r.lo + 1) AS f FROM (SELECT "
-        f"CASE WHEN extract(epoch FROM d.ts_end - d.ts_start) > 1.5 * {width} "
-        f"THEN least(greatest(floor({s})::bigint, {first}), ceil({e})::bigint - 1) "
-        f"ELSE ceil({e})::bigint - 1 END AS lo, ceil({e})::bigint - 1 AS hi) r, "
-        "generate_series(r.lo, r.hi) gs) x "
+        f"{lo} AS lo, {hi} AS hi) r, generate_series(r.lo, r.hi) gs) x "
     )
 
 
-_SUM_SQL_F = ", ".join(f"coalesce(sum(x.f * ({expr})), 0)::float8" for _, expr in _SUMS)
+def spread_groups_sql(alias: str) -> str:
+    """spread_sql for rows already summed per bucket range (columns `lo`, `hi` of `alias`):
+    each group's sums go to its buckets `x.b` with weight `x.f`, the same weight every delta
+    of the group had. Why it is the same figure: numeric multiplication and addition are
+    exact, so f * sum(v) = sum(f * v) to the last digit, and summing bigints first (int128
+    in the server) spares the per-delta set-returning call and numeric products that made
+    the day's scans CPU-bound (bench/README.md, "A day at a site")."""
+    return (f"CROSS JOIN LATERAL (SELECT gs AS b, 1.0 / ({alias}.hi - {alias}.lo + 1) AS f "
+            f"FROM generate_series({alias}.lo, {alias}.hi) gs) x ")
+
+
+def target_array(column: str) -> str:
+    """fs_target's `column` as an array indexed by target_id (NULL where no target has the
+    id): a scalar subquery the server computes once, for per-delta lookups without a join."""
+    return (f"SELECT array_agg(t.{column} ORDER BY i) FROM generate_series(1, "
+            "(SELECT max(target_id) FROM fs_target)) i LEFT JOIN fs_target t ON t.target_id = i")
+
+
+_LO_H, _HI_H = bucket_range_sql("3600", "%(first)s")
+_INNER_SUMS = ", ".join(f"sum({expr}) AS s{i}" for i, (_, expr) in enumerate(_SUMS))
+# The deltas first summed per (fs, kind, job, hour range) in bigint, then spread over hours
+# (spread_groups_sql: the same figures as spreading every delta, a fraction of the work).
+# fs and kind come from arrays of fs_target indexed by target_id (computed once, in the same
+# snapshot): with a join to fs_target the planner would not sum in the parallel workers;
+# and the per-job and the per-filesystem rows are two aggregates of those few groups
+# (GROUPING SETS made the planner sort every delta for its order).
+_GROUPS = (
+    f"SELECT ({target_array('fs')})[d.target_id] AS fs, "
+    f"({target_array('kind')})[d.target_id] AS kind, d.job, {_LO_H} AS lo, {_HI_H} AS hi, "
+    f"min(d.uid) AS uid, {_INNER_SUMS} "
+    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4, 5")
+_SPREAD = f"SELECT g.*, x.b, x.f FROM g {spread_groups_sql('g')}"
+_SPREAD_SUMS = ", ".join(f"coalesce(sum(f * s{i}), 0)::float8" for i in range(len(_SUMS)))
 DAY_SQL = (
-    "SELECT t.fs, t.kind, x.b * 3600 AS h, d.job, GROUPING(d.job) AS g, min(d.uid), "
-    f"{_SUM_SQL_F} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
-    "JOIN fs_target t USING (target_id) "
-    + spread_sql("3600", "%(first)s")
-    + "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s "
-    "GROUP BY GROUPING SETS ((t.fs, t.kind, x.b, d.job), (t.fs, t.kind, x.b))"
+    f"WITH g AS MATERIALIZED ({_GROUPS}), s AS MATERIALIZED ({_SPREAD}) "
+    f"SELECT fs, kind, b * 3600 AS h, job, 0 AS g, min(uid), {_SPREAD_SUMS} "
+    "FROM s GROUP BY fs, kind, b, job "
+    f"UNION ALL SELECT fs, kind, b * 3600, NULL, 1, min(uid), {_SPREAD_SUMS} "
+    "FROM s GROUP BY fs, kind, b"
 )
+
+
 MISSING_SQL = (
     "SELECT t.fs, t.kind, d.host_id, d.uid, extract(epoch FROM d.ts_start)::float8, "
     "extract(epoch FROM d.ts_end)::float8, extract(epoch FROM d.last_update)::float8, "
@@ -96,8 +137,9 @@ class DaySum(NamedTuple):
 
 def day_sums(conn: psycopg.Connection, start: float, end: float) -> list[DaySum]:
     """One scan of the deltas in (start, end], spread over hours (none before start's),
-    grouped per filesystem, kind and hour, and per job as well (GROUPING SETS)."""
+    grouped per filesystem, kind and hour, and per job as well."""
     no_jit(conn)
+    hash_groups(conn)
     with conn.cursor() as cur:
         cur.execute(DAY_SQL, {"lo": _ts(start), "hi": _ts(end), "first": int(start // HOUR)})
         return [DaySum(fs, kind, float(h), job, bool(g), uid,

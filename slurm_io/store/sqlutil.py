@@ -1,5 +1,5 @@
 """Small helpers every query module shares: times as the server takes them, JIT off for
-reports, whether the LASSi tables exist.
+reports, hashing for the day's scans, whether the LASSi tables exist.
 
 One copy here instead of one per query module (attribute, lassi, report, alerts, store each
 wrote its own `_ts`); a leaf of store/ that imports nothing of slurm_io.
@@ -31,6 +31,15 @@ def no_jit(conn: psycopg.Connection) -> None:
     of one; reports never profit from JIT anyway.
     """
     conn.execute("SET jit = off" if conn.autocommit else "SET LOCAL jit = off")
+
+
+def hash_groups(conn: psycopg.Connection) -> None:
+    """Make the current transaction (the session when autocommit) aggregate by hashing
+    (enable_sort off): the day's scans first sum their deltas per bucket range, a few
+    hundred thousand groups out of tens of millions of rows, but the planner cannot
+    estimate groups of expressions and sorted the whole day instead (external merge of
+    4 GB, then one process summing 48 M rows: bench/README.md, "A day at a site")."""
+    conn.execute("SET enable_sort = off" if conn.autocommit else "SET LOCAL enable_sort = off")
 
 
 def has_tables(conn: psycopg.Connection) -> bool:
