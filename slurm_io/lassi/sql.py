@@ -78,20 +78,31 @@ def target_array(column: str) -> str:
             "(SELECT max(target_id) FROM fs_target)) i LEFT JOIN fs_target t ON t.target_id = i")
 
 
-_LO_H, _HI_H = bucket_range_sql("3600", "%(first)s")
+# A normal delta (not longer than 1.5 h) goes whole to the hour (h, h + 1 h] of its ts_end:
+# the group key is that hour, date_trunc of ts_end - 1 us in UTC (exact: microseconds are
+# the timestamps' resolution; cheap, where the numeric epoch arithmetic of bucket_range_sql
+# on every one of a site's 47 M deltas a day cost a minute); a longer one keeps its
+# (ts_start, ts_end), whose hours bucket_range_sql gives per group.
+_LONG = "d.ts_end - d.ts_start > interval '5400 seconds'"  # = epoch > 1.5 * 3600
 _INNER_SUMS = ", ".join(f"sum({expr}) AS s{i}" for i, (_, expr) in enumerate(_SUMS))
-# The deltas first summed per (fs, kind, job, hour range) in bigint, then spread over hours
-# (spread_groups_sql: the same figures as spreading every delta, a fraction of the work).
-# fs and kind come from arrays of fs_target indexed by target_id (computed once, in the same
-# snapshot): with a join to fs_target the planner would not sum in the parallel workers;
-# and the per-job and the per-filesystem rows are two aggregates of those few groups
-# (GROUPING SETS made the planner sort every delta for its order).
-_GROUPS = (
+_LO_H, _HI_H = bucket_range_sql("3600", "%(first)s")
+# The deltas first summed per (fs, kind, job, hour or long interval) in bigint, then
+# spread over hours (spread_groups_sql: the same figures as spreading every delta, a
+# fraction of the work). fs and kind come from arrays of fs_target indexed by target_id
+# (computed once, in the same snapshot): with a join to fs_target the planner would not sum
+# in the parallel workers; and the per-job and the per-filesystem rows are two aggregates
+# of those few groups (GROUPING SETS made the planner sort every delta for its order).
+_KEYED = (
     f"SELECT ({target_array('fs')})[d.target_id] AS fs, "
-    f"({target_array('kind')})[d.target_id] AS kind, d.job, {_LO_H} AS lo, {_HI_H} AS hi, "
-    f"min(d.uid) AS uid, {_INNER_SUMS} "
-    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+    f"({target_array('kind')})[d.target_id] AS kind, d.job, "
+    f"CASE WHEN {_LONG} THEN d.ts_start END AS ts_start, CASE WHEN {_LONG} THEN d.ts_end "
+    "ELSE date_trunc('hour', d.ts_end - interval '1 microsecond', 'UTC') END AS ts_end, "
+    f"min(d.uid) AS uid, {_INNER_SUMS} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4, 5")
+_HOUR = "(extract(epoch FROM d.ts_end) / 3600)::bigint"
+_GROUPS = (
+    f"SELECT d.*, CASE WHEN d.ts_start IS NULL THEN {_HOUR} ELSE {_LO_H} END AS lo, "
+    f"CASE WHEN d.ts_start IS NULL THEN {_HOUR} ELSE {_HI_H} END AS hi FROM ({_KEYED}) d")
 _SPREAD = f"SELECT g.*, x.b, x.f FROM g {spread_groups_sql('g')}"
 _SPREAD_SUMS = ", ".join(f"coalesce(sum(f * s{i}), 0)::float8" for i in range(len(_SUMS)))
 DAY_SQL = (
@@ -103,14 +114,15 @@ DAY_SQL = (
 )
 
 
+# The (host, uid) pairs of the job-missing `:uid:host` deltas and their earliest start: all
+# lassi.days needs of them to find the jobs that may own a share (the shares themselves are
+# attribution's stored results). It fetched every such delta with its sums before: 4.1 M
+# rows and 9.3 GB of Python objects for a site's day (bench/README.md, "A day at a site").
 MISSING_SQL = (
-    "SELECT t.fs, t.kind, d.host_id, d.uid, extract(epoch FROM d.ts_start)::float8, "
-    "extract(epoch FROM d.ts_end)::float8, extract(epoch FROM d.last_update)::float8, "
-    f"{_SUM_SQL} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
-    "JOIN fs_target t USING (target_id) "
+    "SELECT d.host_id, d.uid, min(extract(epoch FROM d.ts_start))::float8 "
+    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id) "
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s AND d.id_class = %(cls)s AND d.job IS NULL "
-    "AND d.host_id IS NOT NULL AND d.uid IS NOT NULL "
-    "GROUP BY 1, 2, 3, 4, 5, 6, 7"
+    "AND d.host_id IS NOT NULL AND d.uid IS NOT NULL GROUP BY 1, 2"
 )
 CANDIDATES_SQL = (
     "SELECT jn.host_id, j.job, j.uid, j.nodes, extract(epoch FROM j.start_time)::float8, "
@@ -147,27 +159,21 @@ def day_sums(conn: psycopg.Connection, start: float, end: float) -> list[DaySum]
                 for fs, kind, h, job, g, uid, *sums in cur]
 
 
-class MissingDelta(NamedTuple):
-    """The job-missing `:uid:host` deltas of one host, uid and interval, summed."""
+class MissingPair(NamedTuple):
+    """A host and uid with job-missing `:uid:host` deltas, and the earliest start of them."""
 
-    fs: str
-    kind: str
     host_id: int
     uid: int
     start: float
-    end: float
-    last_update: float
-    sums: dict[str, float]  # by SUM_NAMES
 
 
-def missing_deltas(conn: psycopg.Connection, start: float, end: float) -> list[MissingDelta]:
-    """The job-missing deltas in (start, end] that name a host and a uid (the ones
-    attribution can give to jobs)."""
+def missing_pairs(conn: psycopg.Connection, start: float, end: float) -> list[MissingPair]:
+    """The (host, uid) pairs of the job-missing deltas in (start, end] that name a host and
+    a uid (the ones attribution can give to jobs), with their earliest ts_start."""
     with conn.cursor() as cur:
         cur.execute(MISSING_SQL, {"lo": _ts(start), "hi": _ts(end),
                                   "cls": int(IdClass.JOB_MISSING)})
-        return [MissingDelta(*r[:7], dict(zip(SUM_NAMES, r[7:], strict=True)))
-                for r in cur.fetchall()]
+        return [MissingPair(*r) for r in cur.fetchall()]
 
 
 class Candidate(NamedTuple):

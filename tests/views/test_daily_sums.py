@@ -111,8 +111,9 @@ def _bytes(n: int) -> dict[str, ByteStats]:
 
 def _missed_reads(conn: psycopg.Connection) -> list[tuple[Delta, JobId]]:
     """Deltas whose interval spans several collector periods: 10 minutes inside an hour,
-    2.5 hours over hour boundaries, one from the day before; of a job, of a system uid, of
-    a `:uid:host` entry, on an OST and on the MDT."""
+    2.5 hours over hour boundaries, one from the day before, 1.5 h and a microsecond more;
+    ends on a whole hour and a microsecond after; of a job, of a system uid, of a
+    `:uid:host` entry, on an OST and on the MDT."""
     raw, uid, node = conn.execute(
         "SELECT j.job_raw, j.uid, h.name FROM job j JOIN job_node jn USING (job) "
         "JOIN host h USING (host_id) ORDER BY j.job LIMIT 1").fetchone()
@@ -123,8 +124,11 @@ def _missed_reads(conn: psycopg.Connection) -> list[tuple[Delta, JobId]]:
     missing = JobId(IdClass.JOB_MISSING, None, uid, node, None, False)
     md = {"open": 11, "close": 13, "getattr": 101, "mkdir": 3, "statfs": 5}
     out = []
+    edge = (START // 3600 + 2) * 3600  # a whole hour: (h - 1 h, h] holds a ts_end of h
     for i, (t0, t1) in enumerate([(START + 600, START + 1201.5), (START + 1800, START + 10800),
-                                  (D0 - 5000, D0 + 1500.25), (START + 3000, START + 3190)]):
+                                  (D0 - 5000, D0 + 1500.25), (START + 3000, START + 3190),
+                                  (edge - 120, edge), (edge - 119.999999, edge + 0.000001),
+                                  (edge - 5400, edge), (edge - 5400.000001, edge + 240)]):
         for target, samples, stats in ((ost, {"write_bytes": 17 + i, "read_bytes": 9 + i,
                                               "punch": 2, "sync": 1}, _bytes(17 + i)),
                                        (mdt, md, {})):
@@ -156,8 +160,8 @@ def test_summed_scans_equal_the_per_delta_scans(cluster: Path, db_dsn: str,
 
         # one hour packed, then a spooled batch replayed into it and into an earlier hour
         hour = (START // 3600 + 1) * 3600
-        hot = conn.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end > %s "
-                           "AND ts_end <= %s", (ts(hour), ts(hour + 3600))).fetchone()[0]
+        hot = conn.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end >= %s "
+                           "AND ts_end < %s", (ts(hour), ts(hour + 3600))).fetchone()[0]
         moved, _ = tiers_pack.pack_hour(conn, hour, hot, rows_per_transaction=50)
         assert moved == hot > 0
         late = [(d._replace(t0=d.t0 + k, t1=t1, last_update=t1 - 2), j)
