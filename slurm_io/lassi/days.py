@@ -3,8 +3,8 @@ job's summary over its stored hours. The statements are lassi.sql's; here is wha
 with their rows (a domain module: it may use attribution, which a query module may not).
 
 `compute_day` does, for one UTC day:
-1. one scan of the day's deltas, grouped by (filesystem, target kind, hour) and by
-   (filesystem, target kind, hour, job) at once (GROUPING SETS): the filesystem totals and the
+1. one scan of the day's deltas, summed per (filesystem, target kind, job, hour) and then
+   per (filesystem, target kind, hour) from those sums: the filesystem totals and the
    direct part of every job (ids that name the job);
 2. one query for the (host, uid) pairs of the day's job-missing `:uid:host` deltas and one
    for the jobs that ran on those hosts; the jobs' shares of them are the
