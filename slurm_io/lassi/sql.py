@@ -151,8 +151,7 @@ def day_sums(conn: psycopg.Connection, start: float, end: float) -> list[DaySum]
     """One scan of the deltas in (start, end], spread over hours (none before start's),
     grouped per filesystem, kind and hour, and per job as well."""
     no_jit(conn)
-    hash_groups(conn)
-    with conn.cursor() as cur:
+    with hash_groups(conn), conn.cursor() as cur:
         cur.execute(DAY_SQL, {"lo": _ts(start), "hi": _ts(end), "first": int(start // HOUR)})
         return [DaySum(fs, kind, float(h), job, bool(g), uid,
                        dict(zip(SUM_NAMES, sums, strict=True)))

@@ -111,9 +111,9 @@ def _spread_params(start: float, end: float, width: float, **kw: Any) -> dict[st
 
 def rates(conn: Connection, start: float, end: float, width: float) -> list[Rate]:
     """Read/write bytes and MDT metadata operations per fs and interval, by interval."""
-    hash_groups(conn)
-    return [Rate(*r) for r in conn.execute(_daily_sql()[0],
-                                           _spread_params(start, end, width)).fetchall()]
+    with hash_groups(conn):
+        return [Rate(*r) for r in conn.execute(_daily_sql()[0],
+                                               _spread_params(start, end, width)).fetchall()]
 
 
 def heat_counts(conn: Connection, start: float, end: float, width: float,
