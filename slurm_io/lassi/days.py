@@ -3,11 +3,11 @@ job's summary over its stored hours. The statements are lassi.sql's; here is wha
 with their rows (a domain module: it may use attribution, which a query module may not).
 
 `compute_day` does, for one UTC day:
-1. one scan of the day's deltas, grouped by (filesystem, target kind, hour) and by
-   (filesystem, target kind, hour, job) at once (GROUPING SETS): the filesystem totals and the
+1. one scan of the day's deltas, summed per (filesystem, target kind, job, hour) and then
+   per (filesystem, target kind, hour) from those sums: the filesystem totals and the
    direct part of every job (ids that name the job);
-2. one query for the day's job-missing `:uid:host` deltas (grouped per host, uid and
-   interval) and one for the jobs that ran on those hosts; the jobs' shares of them are the
+2. one query for the (host, uid) pairs of the day's job-missing `:uid:host` deltas and one
+   for the jobs that ran on those hosts; the jobs' shares of them are the
    stored results of attribution (job_io_hour; jobs not attributed yet are attributed then);
 3. the baseline averages from the stored hours of the previous days (metrics.fill_baseline
    falls back to the day itself where there is no history), the scores (metrics.score), and
@@ -88,7 +88,7 @@ def _recover(conn: psycopg.Connection, start: float, end: float,
     attribute.figures (computed then, not stored: that is `jobio attribute`'s)."""
     hours = [(x.job, x.hour, x.fs, x.kind, x.uid, x.recovered)
              for x in stored.stored_hours(conn, start, end) if x.recovered]
-    rows = sql.missing_deltas(conn, start, end)
+    rows = sql.missing_pairs(conn, start, end)
     if rows:
         hosts = sorted({r.host_id for r in rows})
         lo = min(r.start for r in rows)

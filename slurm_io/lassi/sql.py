@@ -16,7 +16,7 @@ from slurm_io.lassi import metrics as M
 from slurm_io.model import OP_COUNTERS, IdClass
 from slurm_io.store import tiers
 from slurm_io.store.bulk import copy_rows
-from slurm_io.store.sqlutil import has_tables, no_jit
+from slurm_io.store.sqlutil import has_tables, hash_groups, no_jit
 from slurm_io.store.sqlutil import ts as _ts
 
 HOUR = 3600.0
@@ -36,40 +36,93 @@ _SUM_SQL = ", ".join(f"coalesce(sum({expr}), 0)::float8" for _, expr in _SUMS)
 SUM_NAMES = [n for n, _ in _SUMS]
 
 
+def bucket_range_sql(width: str, first: str) -> tuple[str, str]:
+    """The first and last bucket index (`lo`, `hi`) a delta `d` is spread over (see
+    spread_sql): SQL expressions of one row, no set-returning function."""
+    e = f"extract(epoch FROM d.ts_end) / {width}"
+    s = f"extract(epoch FROM d.ts_start) / {width}"
+    lo = (f"CASE WHEN extract(epoch FROM d.ts_end - d.ts_start) > 1.5 * {width} "
+          f"THEN least(greatest(floor({s})::bigint, {first}), ceil({e})::bigint - 1) "
+          f"ELSE ceil({e})::bigint - 1 END")
+    return lo, f"ceil({e})::bigint - 1"
+
+
 def spread_sql(width: str, first: str) -> str:
     """A LATERAL join giving each delta its bucket(s) `x.b` (bucket index: bucket
     (b * width, (b + 1) * width]) and weight `x.f` (metrics.spread_buckets in SQL): a normal
     read goes whole to the bucket of ts_end, a longer interval (missed reads) is spread
     evenly over its buckets, none before bucket index `first`. `width` and `first` are SQL
     expressions (parameters)."""
-    e = f"extract(epoch FROM d.ts_end) / {width}"
-    s = f"extract(epoch FROM d.ts_start) / {width}"
+    lo, hi = bucket_range_sql(width, first)
     return (
         "CROSS JOIN LATERAL (SELECT gs AS b, 1.0 / (r.hi - r.lo + 1) AS f FROM (SELECT "
-        f"CASE WHEN extract(epoch FROM d.ts_end - d.ts_start) > 1.5 * {width} "
-        f"THEN least(greatest(floor({s})::bigint, {first}), ceil({e})::bigint - 1) "
-        f"ELSE ceil({e})::bigint - 1 END AS lo, ceil({e})::bigint - 1 AS hi) r, "
-        "generate_series(r.lo, r.hi) gs) x "
+        f"{lo} AS lo, {hi} AS hi) r, generate_series(r.lo, r.hi) gs) x "
     )
 
 
-_SUM_SQL_F = ", ".join(f"coalesce(sum(x.f * ({expr})), 0)::float8" for _, expr in _SUMS)
+def spread_groups_sql(alias: str) -> str:
+    """spread_sql for rows already summed per bucket range (columns `lo`, `hi` of `alias`):
+    each group's sums go to its buckets `x.b` with weight `x.f`, the same weight every delta
+    of the group had. Why it is the same figure: numeric multiplication and addition are
+    exact, so f * sum(v) = sum(f * v) to the last digit, and summing bigints first (int128
+    in the server) spares the per-delta set-returning call and numeric products that made
+    the day's scans CPU-bound (bench/README.md, "A day at a site")."""
+    return (f"CROSS JOIN LATERAL (SELECT gs AS b, 1.0 / ({alias}.hi - {alias}.lo + 1) AS f "
+            f"FROM generate_series({alias}.lo, {alias}.hi) gs) x ")
+
+
+def target_array(column: str) -> str:
+    """fs_target's `column` as an array indexed by target_id (NULL where no target has the
+    id): a scalar subquery the server computes once, for per-delta lookups without a join."""
+    return (f"SELECT array_agg(t.{column} ORDER BY i) FROM generate_series(1, "
+            "(SELECT max(target_id) FROM fs_target)) i LEFT JOIN fs_target t ON t.target_id = i")
+
+
+# A normal delta (not longer than 1.5 h) goes whole to the hour (h, h + 1 h] of its ts_end:
+# the group key is that hour, date_trunc of ts_end - 1 us in UTC (exact: microseconds are
+# the timestamps' resolution; cheap, where the numeric epoch arithmetic of bucket_range_sql
+# on every one of a site's 47 M deltas a day cost a minute); a longer one keeps its
+# (ts_start, ts_end), whose hours bucket_range_sql gives per group.
+_LONG = "d.ts_end - d.ts_start > interval '5400 seconds'"  # = epoch > 1.5 * 3600
+_INNER_SUMS = ", ".join(f"sum({expr}) AS s{i}" for i, (_, expr) in enumerate(_SUMS))
+_LO_H, _HI_H = bucket_range_sql("3600", "%(first)s")
+# The deltas first summed per (fs, kind, job, hour or long interval) in bigint, then
+# spread over hours (spread_groups_sql: the same figures as spreading every delta, a
+# fraction of the work). fs and kind come from arrays of fs_target indexed by target_id
+# (computed once, in the same snapshot): with a join to fs_target the planner would not sum
+# in the parallel workers; and the per-job and the per-filesystem rows are two aggregates
+# of those few groups (GROUPING SETS made the planner sort every delta for its order).
+_KEYED = (
+    f"SELECT ({target_array('fs')})[d.target_id] AS fs, "
+    f"({target_array('kind')})[d.target_id] AS kind, d.job, "
+    f"CASE WHEN {_LONG} THEN d.ts_start END AS ts_start, CASE WHEN {_LONG} THEN d.ts_end "
+    "ELSE date_trunc('hour', d.ts_end - interval '1 microsecond', 'UTC') END AS ts_end, "
+    f"min(d.uid) AS uid, {_INNER_SUMS} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+    "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s GROUP BY 1, 2, 3, 4, 5")
+_HOUR = "(extract(epoch FROM d.ts_end) / 3600)::bigint"
+_GROUPS = (
+    f"SELECT d.*, CASE WHEN d.ts_start IS NULL THEN {_HOUR} ELSE {_LO_H} END AS lo, "
+    f"CASE WHEN d.ts_start IS NULL THEN {_HOUR} ELSE {_HI_H} END AS hi FROM ({_KEYED}) d")
+_SPREAD = f"SELECT g.*, x.b, x.f FROM g {spread_groups_sql('g')}"
+_SPREAD_SUMS = ", ".join(f"coalesce(sum(f * s{i}), 0)::float8" for i in range(len(_SUMS)))
 DAY_SQL = (
-    "SELECT t.fs, t.kind, x.b * 3600 AS h, d.job, GROUPING(d.job) AS g, min(d.uid), "
-    f"{_SUM_SQL_F} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
-    "JOIN fs_target t USING (target_id) "
-    + spread_sql("3600", "%(first)s")
-    + "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s "
-    "GROUP BY GROUPING SETS ((t.fs, t.kind, x.b, d.job), (t.fs, t.kind, x.b))"
+    f"WITH g AS MATERIALIZED ({_GROUPS}), s AS MATERIALIZED ({_SPREAD}) "
+    f"SELECT fs, kind, b * 3600 AS h, job, 0 AS g, min(uid), {_SPREAD_SUMS} "
+    "FROM s GROUP BY fs, kind, b, job "
+    f"UNION ALL SELECT fs, kind, b * 3600, NULL, 1, min(uid), {_SPREAD_SUMS} "
+    "FROM s GROUP BY fs, kind, b"
 )
+
+
+# The (host, uid) pairs of the job-missing `:uid:host` deltas and their earliest start: all
+# lassi.days needs of them to find the jobs that may own a share (the shares themselves are
+# attribution's stored results). It fetched every such delta with its sums before: 4.1 M
+# rows and 9.3 GB of Python objects for a site's day (bench/README.md, "A day at a site").
 MISSING_SQL = (
-    "SELECT t.fs, t.kind, d.host_id, d.uid, extract(epoch FROM d.ts_start)::float8, "
-    "extract(epoch FROM d.ts_end)::float8, extract(epoch FROM d.last_update)::float8, "
-    f"{_SUM_SQL} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
-    "JOIN fs_target t USING (target_id) "
+    "SELECT d.host_id, d.uid, min(extract(epoch FROM d.ts_start))::float8 "
+    f"FROM {tiers.window('%(lo)s', '%(hi)s')} d JOIN fs_target t USING (target_id) "
     "WHERE d.ts_end > %(lo)s AND d.ts_end <= %(hi)s AND d.id_class = %(cls)s AND d.job IS NULL "
-    "AND d.host_id IS NOT NULL AND d.uid IS NOT NULL "
-    "GROUP BY 1, 2, 3, 4, 5, 6, 7"
+    "AND d.host_id IS NOT NULL AND d.uid IS NOT NULL GROUP BY 1, 2"
 )
 CANDIDATES_SQL = (
     "SELECT jn.host_id, j.job, j.uid, j.nodes, extract(epoch FROM j.start_time)::float8, "
@@ -96,36 +149,30 @@ class DaySum(NamedTuple):
 
 def day_sums(conn: psycopg.Connection, start: float, end: float) -> list[DaySum]:
     """One scan of the deltas in (start, end], spread over hours (none before start's),
-    grouped per filesystem, kind and hour, and per job as well (GROUPING SETS)."""
+    grouped per filesystem, kind and hour, and per job as well."""
     no_jit(conn)
-    with conn.cursor() as cur:
+    with hash_groups(conn), conn.cursor() as cur:
         cur.execute(DAY_SQL, {"lo": _ts(start), "hi": _ts(end), "first": int(start // HOUR)})
         return [DaySum(fs, kind, float(h), job, bool(g), uid,
                        dict(zip(SUM_NAMES, sums, strict=True)))
                 for fs, kind, h, job, g, uid, *sums in cur]
 
 
-class MissingDelta(NamedTuple):
-    """The job-missing `:uid:host` deltas of one host, uid and interval, summed."""
+class MissingPair(NamedTuple):
+    """A host and uid with job-missing `:uid:host` deltas, and the earliest start of them."""
 
-    fs: str
-    kind: str
     host_id: int
     uid: int
     start: float
-    end: float
-    last_update: float
-    sums: dict[str, float]  # by SUM_NAMES
 
 
-def missing_deltas(conn: psycopg.Connection, start: float, end: float) -> list[MissingDelta]:
-    """The job-missing deltas in (start, end] that name a host and a uid (the ones
-    attribution can give to jobs)."""
+def missing_pairs(conn: psycopg.Connection, start: float, end: float) -> list[MissingPair]:
+    """The (host, uid) pairs of the job-missing deltas in (start, end] that name a host and
+    a uid (the ones attribution can give to jobs), with their earliest ts_start."""
     with conn.cursor() as cur:
         cur.execute(MISSING_SQL, {"lo": _ts(start), "hi": _ts(end),
                                   "cls": int(IdClass.JOB_MISSING)})
-        return [MissingDelta(*r[:7], dict(zip(SUM_NAMES, r[7:], strict=True)))
-                for r in cur.fetchall()]
+        return [MissingPair(*r) for r in cur.fetchall()]
 
 
 class Candidate(NamedTuple):
