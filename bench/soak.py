@@ -15,7 +15,8 @@ describes) run for every job of the first `--mailed` slots as it ends on the clo
 environment slurmctld gives an EpilogSlurmctld (bench/soak_jobs.py, which also stands in for
 sacct: the jobs never ran on a Slurm); `jobio report-daemon` mailing them to the real SMTP
 sink of the tests (tests/notify/smtp_sink.py, in this process); `jobio alerts` every
-`--alerts-every` simulated seconds, `daily` and `db prune` once a simulated day
+`--alerts-every` simulated seconds, `daily` then `db prune` once a simulated day (one job,
+as the deploy guide's cron line)
 (bench/soak_parts.Timer: never two runs at once, as a systemd timer); `jobio serve` as its
 own account with its own munged, answering `jobio --server URL JOBID` run as carol every
 `--ask-every` simulated seconds (bench/soak_serve.py). Samples every `--sample` wall
@@ -52,6 +53,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -243,7 +245,7 @@ def _client(args: argparse.Namespace, out: Path, serve: soak_serve.Serve,
 
 def _timers(args: argparse.Namespace, out: Path, jobio: list[str], env: dict[str, str],
             logs: dict[str, Path]) -> list[parts.Timer]:
-    """`db prune` and `daily` once a simulated day, `jobio alerts` every --alerts-every."""
+    """`daily` then `db prune` once a simulated day, `jobio alerts` every --alerts-every."""
     def day_of(sim: float) -> str:
         return time.strftime("%Y-%m-%d", time.gmtime(sim - DAY))
 
@@ -253,9 +255,13 @@ def _timers(args: argparse.Namespace, out: Path, jobio: list[str], env: dict[str
     def alerts(sim: float) -> list[str]:
         return [*jobio, "alerts", "--at", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(sim))]
 
-    timers = [parts.Timer("prune", DAY, lambda _sim: [*jobio, "db", "prune"], env,
-                          out / "prune.log"),
-              parts.Timer("daily", DAY, daily, env, out / "daily.log"),
+    def nightly(sim: float) -> list[str]:
+        # one job, `daily` then `db prune`, as docs/deploy.md's cron line: two timers that
+        # start together make prune wait on daily's scan and give up (the first 30-day run)
+        return ["sh", "-c", f"{shlex.join(daily(sim))}; rc=$?; "
+                f"{shlex.join([*jobio, 'db', 'prune'])} || exit 1; exit $rc", "nightly"]
+
+    timers = [parts.Timer("nightly", DAY, nightly, env, out / "nightly.log"),
               parts.Timer("alerts", args.alerts_every, alerts, env, out / "alerts.log")]
     for t in timers:
         t.log.unlink(missing_ok=True)
