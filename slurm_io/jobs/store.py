@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import psycopg
 from psycopg import sql
@@ -31,7 +31,9 @@ from psycopg import sql
 # hookenv stays imported here: the first module of the server extra that `jobio report`
 # and `jobs import` reach on a collector's install is python-hostlist (tests/install)
 from slurm_io.jobs.hookenv import record_from_hook_env
+from slurm_io.jobs.info import JobInfo
 from slurm_io.jobs.runs import latest_per_run
+from slurm_io.store.sqlutil import ts as _ts
 
 if TYPE_CHECKING:  # (imported where used: `jobio JOBID` reads jobs, writes none; issue 25)
     from slurm_io.model import JobRecord
@@ -47,8 +49,6 @@ __all__ = [
     "upsert_job_counts",
     "upsert_jobs",
 ]
-
-
 
 # (job table column, COPY type), in JobRecord field order. The record's `job` (JobIDRaw)
 # goes to job_raw; the row key `job` is found or made by _ASSIGN_KEYS (sql/0020).
@@ -337,13 +337,8 @@ def _sync_job_nodes(cur: psycopg.Cursor, jobs: list[int]) -> None:
     )
 
 
-# -- reading the job table (moved from attribute/sql.py: every reader of a job record, the
-# mails, show, the service, daily, attribution, needs them, not only attribution). Their
-# imports stay here, with the code, while another branch edits the top of this file.
-from typing import Any  # noqa: E402
-
-from slurm_io.jobs.info import JobInfo  # noqa: E402
-from slurm_io.store.sqlutil import ts as _ts  # noqa: E402
+# -- reading the job table: every reader of a job record (the mails, show, the service,
+# daily, attribution) needs these, not only attribution.
 
 JOB_COLS = ("job, jobid, uid, user_name, account, partition, name, nodes, "
             "extract(epoch FROM start_time)::float8, extract(epoch FROM end_time)::float8, "
