@@ -214,13 +214,7 @@ def connect_db(cfg: Config, *, upgrade: bool = True) -> Any:
     """cli.connect.connect_db, a schema this release cannot use as one line (JobioError)."""
     from slurm_io.cli import connect
 
-    try:
-        return connect.connect_db(cfg, upgrade=upgrade)
-    except Exception as e:
-        err = _schema_error(e)
-        if err is None:
-            raise
-        raise err from e
+    return _one_line_schema(connect.connect_db, cfg, upgrade=upgrade)
 
 
 def connect_read(cfg: Config) -> Any:
@@ -228,8 +222,13 @@ def connect_read(cfg: Config) -> Any:
     upgraded), a schema this release cannot use as one line (JobioError)."""
     from slurm_io.cli import connect
 
+    return _one_line_schema(connect.connect_read, cfg)
+
+
+def _one_line_schema(opener: Any, cfg: Config, **kw: Any) -> Any:
+    """`opener(cfg, **kw)`, a schema this release cannot use raised as its one line."""
     try:
-        return connect.connect_read(cfg)
+        return opener(cfg, **kw)
     except Exception as e:
         err = _schema_error(e)
         if err is None:
