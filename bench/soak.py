@@ -70,6 +70,7 @@ from psycopg import sql
 from bench import soak_jobs, soak_plot, soak_serve
 from bench import soak_parts as parts
 from slurm_io.notify import hookspool
+from slurm_io.store import partitions
 
 REPO = Path(__file__).resolve().parent.parent
 SIM0 = 1_790_000_000.0 - 1_790_000_000.0 % 86400  # 2026-09-21 00:00 UTC
@@ -103,6 +104,14 @@ def _errors(logs: list[Path]) -> int:
                for p in logs if p.exists() for line in p.read_text(errors="replace").splitlines())
 
 
+def _settle_day(args: argparse.Namespace) -> float:
+    """The simulated day from which both retentions apply: the nightly prune after a day
+    `retention` old drops it, one more day for the partition boundary."""
+    longest = max(partitions.parse_duration(args.retention),
+                  partitions.parse_duration(args.retention_results))
+    return longest / 86400 + 2
+
+
 def run(args: argparse.Namespace) -> int:
     from tests.notify.smtp_sink import smtp_server
 
@@ -120,6 +129,7 @@ def _config(args: argparse.Namespace, out: Path, dsn: str, ports: dict[str, int]
     config = out / "config.toml"
     config.write_text(
         f'dsn = "{dsn}"\n[retention]\nraw = "{args.retention}"\n'
+        f'results = "{args.retention_results}"\n'
         f'[exporter]\nlisten = "127.0.0.1:{ports["exporter"]}"\n'
         f'[hook]\nspool_dir = "{out / "hookspool"}"\ndb_timeout = 60\n'
         f'[mail]\nhost = "127.0.0.1"\nport = {ports["smtp"]}\ndomain = "soak.example"\n'
@@ -225,7 +235,8 @@ def _run(args: argparse.Namespace, sink: Any, smtp_port: int,
     sim = SIM0 + (time.time() - wall0) * args.speed
     rows.append(_sample(dsn, out, names, daemons, logs, sim, state, sink, timers))
     soak_plot.write(out, rows)
-    return soak_plot.judge(rows, names, [n for n in daemons if n != "prometheus"])
+    return soak_plot.judge(rows, names, [n for n in daemons if n != "prometheus"],
+                           _settle_day(args))
 
 
 def _client(args: argparse.Namespace, out: Path, serve: soak_serve.Serve,
@@ -378,7 +389,10 @@ def main() -> None:
                     help="`jobio serve` and its client loop (root: munged, OS accounts)")
     ap.add_argument("--ask-every", type=float, default=3600.0,
                     help="simulated s between the client's questions to `jobio serve`")
-    ap.add_argument("--retention", default="7d")
+    ap.add_argument("--retention", default="7d", help="retention.raw (days of raw deltas)")
+    ap.add_argument("--retention-results", default="1825d",
+                    help="retention.results (job_io, LASSi hours; a site keeps 5 years): "
+                    "shorter than the run, the database's size is judged flat once both apply")
     ap.add_argument("--sample", type=float, default=10.0, help="wall s between samples")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "soak"))
     ap.add_argument("--replot", action="store_true",
@@ -390,7 +404,7 @@ def main() -> None:
         sys.exit(soak_plot.judge(rows, [k[:-4] for k in rows[0] if k.startswith("oss")
                                and k.endswith("_rss")],
                         [k[:-4] for k in rows[0] if k.endswith("_rss")
-                         and not k.startswith("prometheus")]))
+                         and not k.startswith("prometheus")], _settle_day(args)))
     # stopped by TERM (or INT, which a background job ignores): the daemons stopped too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak.py: stopped by SIGTERM"))
     sys.exit(run(args))
