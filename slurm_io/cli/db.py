@@ -162,9 +162,11 @@ def db_status(cfg: Config) -> None:
               help="Every passwd entry with uid >= 1000 (nobody excepted).")
 @click.option("--admin-group", help="Unix group whose members see every job "
               "(default: privacy.admin_group, slurmio-admin).")
+@click.option("--connection-limit", type=click.IntRange(min=-1), default=8, show_default=True,
+              help="connections each user's role may hold at once (-1: no limit)")
 @click.argument("users", nargs=-1)
 @click.pass_obj
-def db_users(cfg: Config, all_passwd: bool, admin_group: str | None,
+def db_users(cfg: Config, all_passwd: bool, admin_group: str | None, connection_limit: int,
              users: tuple[str, ...]) -> None:
     """Create database roles for OS users so that they see their own jobs (admin command).
 
@@ -192,10 +194,12 @@ def db_users(cfg: Config, all_passwd: bool, admin_group: str | None,
     for name in [*unknown, *unknown_admins]:
         click.echo(f"warning: no OS account {name!r}: skipped", err=True)
     with connect_db(cfg) as conn:
-        result = accounts.sync_accounts(conn, [*wanted, *admin_entries], admins)
+        result = accounts.sync_accounts(conn, [*wanted, *admin_entries], admins,
+                                        connection_limit)
     for label, names in (("created role", result.created), ("added to jobio_user", result.added),
                          ("uid mapped", result.mapped), ("admin granted", result.admins_granted),
-                         ("admin revoked", result.admins_revoked)):
+                         ("admin revoked", result.admins_revoked),
+                         (f"connection limit {connection_limit}", result.limited)):
         for name in names:
             click.echo(f"{label}: {name}")
     for name, reason in result.skipped:

@@ -25,6 +25,10 @@ from psycopg import errors, sql
 
 USER_ROLE = "jobio_user"
 ADMIN_ROLE = "jobio_admin"
+# Connections one user's role may hold at once (`jobio db users --connection-limit`): a
+# command takes one, a user's web view (OOD) a few; PostgreSQL's default max_connections is
+# 100, so one user can never take the slots of the others or of the project's roles.
+USER_CONNECTION_LIMIT = 8
 SERVICE_ROLE = "jobio_service"  # may SET ROLE to every user (sql/0017)
 COLLECTOR_ROLE = "jobio_collector"
 GROUP_ROLES = (USER_ROLE, ADMIN_ROLE, COLLECTOR_ROLE)
@@ -77,6 +81,7 @@ class SyncResult:
     mapped: list[str] = field(default_factory=list)  # new or changed uid in jobio_account
     admins_granted: list[str] = field(default_factory=list)
     admins_revoked: list[str] = field(default_factory=list)
+    limited: list[str] = field(default_factory=list)  # existing roles given the new limit
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
 
 
@@ -102,16 +107,20 @@ def is_project_role(name: str) -> bool:
 
 
 def sync_accounts(
-    conn: psycopg.Connection, users: Iterable[tuple[str, int]], admins: Iterable[str]
+    conn: psycopg.Connection, users: Iterable[tuple[str, int]], admins: Iterable[str],
+    connection_limit: int = USER_CONNECTION_LIMIT,
 ) -> SyncResult:
     """Give each (name, uid) in `users` a LOGIN role in jobio_user mapped to its uid, and make
     exactly the roles named in `admins` (among those in jobio_account) members of jobio_admin.
 
     Idempotent; one transaction (committed here unless the caller has one open). An existing
-    role of that name is used as it is (only the membership and mapping are added) unless it
-    is a superuser or can bypass RLS, which is refused: mapping a uid to such a role would
-    hide nothing and suggests a name clash. `admins` is the complete list: jobio_admin is
-    revoked from other mapped roles (someone left the admin group). Admin names without a
+    role of that name is used as it is (only the membership, the mapping and the connection
+    limit are added) unless it is a superuser or can bypass RLS, which is refused: mapping a
+    uid to such a role would hide nothing and suggests a name clash. Every user role gets
+    `CONNECTION LIMIT connection_limit` (-1: none), so that one user's connections never take
+    the server's slots from the others (docs/security.md, "Database roles"). `admins` is the
+    complete list: jobio_admin is revoked from other mapped roles (someone left the admin
+    group). Admin names without a
     role are skipped; pass them in `users` too (the CLI does).
     """
     result = SyncResult()
@@ -128,7 +137,7 @@ def sync_accounts(
 
     with conn.transaction():
         for name, uid in sorted(wanted.items()):
-            if not _ensure_role(conn, name, result):
+            if not _ensure_role(conn, name, result, connection_limit):
                 continue
             _grant_to_service(conn, name)
             row = conn.execute(
@@ -178,11 +187,13 @@ def sync_accounts(
     return result
 
 
-def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> bool:
-    """Create `name` (LOGIN, in jobio_user) or add an existing role to jobio_user."""
+def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult,
+                 connection_limit: int) -> bool:
+    """Create `name` (LOGIN, in jobio_user) or add an existing role to jobio_user; either way
+    with `connection_limit`."""
     row = conn.execute(
         "SELECT r.rolsuper OR r.rolbypassrls, pg_has_role(r.oid, %s, 'MEMBER'), "
-        + PRIVILEGED_ROLE_SQL + " FROM pg_roles r WHERE r.rolname = %s",
+        + PRIVILEGED_ROLE_SQL + ", r.rolconnlimit FROM pg_roles r WHERE r.rolname = %s",
         (USER_ROLE, name),
     ).fetchone()
     ident = sql.Identifier(name)
@@ -190,15 +201,15 @@ def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> boo
         try:
             with conn.transaction():  # savepoint: a concurrent sync may create it first
                 conn.execute(
-                    sql.SQL("CREATE ROLE {} LOGIN IN ROLE {}").format(
-                        ident, sql.Identifier(USER_ROLE)
+                    sql.SQL("CREATE ROLE {} LOGIN CONNECTION LIMIT {} IN ROLE {}").format(
+                        ident, sql.Literal(connection_limit), sql.Identifier(USER_ROLE)
                     )
                 )
         except (errors.DuplicateObject, errors.UniqueViolation):
-            return _ensure_role(conn, name, result)
+            return _ensure_role(conn, name, result, connection_limit)
         result.created.append(name)
         return True
-    privileged, member, own = row
+    privileged, member, own, limit = row
     if privileged:
         result.skipped.append((name, "existing role is a superuser or bypasses RLS"))
         return False
@@ -208,6 +219,10 @@ def _ensure_role(conn: psycopg.Connection, name: str, result: SyncResult) -> boo
     if not member:
         conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(USER_ROLE), ident))
         result.added.append(name)
+    if limit != connection_limit:
+        conn.execute(sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(
+            ident, sql.Literal(connection_limit)))
+        result.limited.append(name)
     return True
 
 

@@ -161,3 +161,46 @@ def test_a_job_that_has_not_started_says_what_is_missing(
     assert both.returncode == 1
     assert both.stdout == alice(site, user_config, "8101").stdout
     assert both.stderr == "jobio: job 8110 is pending: no I/O before it starts\n"
+
+
+def test_one_users_connections_are_capped_and_leave_the_others_theirs(
+        site: Site, user_config: Path) -> None:
+    """A user who holds every connection her role may open (`db users --connection-limit`,
+    8 by default) gets one line from her next command; bob's commands go on, and hers do
+    again once she lets go (docs/security.md, "Database roles")."""
+    import subprocess
+
+    from tests.site.conftest import RUNUSER
+
+    limited = root(site, "db", "users", "--connection-limit", "3", "alice")
+    assert limited.returncode == 0, limited.stderr
+    assert "connection limit 3: alice" in limited.stdout
+    hold = ("import sys, time, psycopg\n"
+            "held = []\n"
+            "while True:\n"
+            "    try:\n"
+            "        held.append(psycopg.connect(sys.argv[1]))\n"
+            "    except psycopg.OperationalError as e:\n"
+            "        print(len(held), str(e).strip().splitlines()[-1], flush=True)\n"
+            "        break\n"
+            "time.sleep(120)\n")
+    python = site.jobio.parent / "python"
+    holder = subprocess.Popen([RUNUSER, "-u", "alice", "--", str(python), "-c", hold,
+                               site.user_dsn], stdout=subprocess.PIPE, text=True, cwd="/")
+    try:
+        assert holder.stdout is not None
+        first = holder.stdout.readline()
+        assert first.startswith("3 ") and "too many connections" in first, first
+        refused = alice(site, user_config, "show", "8101")
+        assert refused.returncode != 0
+        lines = refused.stderr.splitlines()
+        assert len(lines) == 1 and "too many connections" in lines[0], refused.stderr
+        bob = run_as("bob", site.jobio, ["show", "8301"], config=user_config)
+        assert bob.returncode == 0 and "8301" in bob.stdout, bob.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+        back = root(site, "db", "users", "alice")  # the default again, for the other tests
+        assert "connection limit 8: alice" in back.stdout, back.stderr
+    again = alice(site, user_config, "show", "8101")
+    assert again.returncode == 0, again.stderr
