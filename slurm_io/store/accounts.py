@@ -120,8 +120,7 @@ def sync_accounts(
     `CONNECTION LIMIT connection_limit` (-1: none), so that one user's connections never take
     the server's slots from the others (docs/security.md, "Database roles"). `admins` is the
     complete list: jobio_admin is revoked from other mapped roles (someone left the admin
-    group). Admin names without a
-    role are skipped; pass them in `users` too (the CLI does).
+    group). Admin names without a role are skipped; pass them in `users` too (the CLI does).
     """
     result = SyncResult()
     wanted: dict[str, int] = {}
