@@ -182,8 +182,11 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
     fsh = lassi_sql.fs_hours(conn, start, end)
     jh = lassi_sql.job_hours(conn, start, end)
     series = rates(conn, start, end, interval)
+    t_heat = time.perf_counter()
     # on the primary: the hours' counts are made there where missing or stale
     counts = day_heatmap(writer, start, end, interval)
+    timings["heatmap"] = time.perf_counter() - t_heat
+    say(f"heat map of {day}: {timings['heatmap']:.1f} s")
     baseline = [{"fs": b.fs, "a": b.a, "from": b.first.date().isoformat(),
                  "to": date.fromordinal(b.after_last.date().toordinal() - 1).isoformat(),
                  "hours": b.hours, "own": b.own}
