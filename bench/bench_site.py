@@ -5,7 +5,8 @@
         [--stop-after S] [--copy-every S]
     .venv/bin/python bench/bench_site.py show   --dsn DSN [--sample 20]
     .venv/bin/python bench/bench_site.py top    --dsn DSN [--repeat 5]
-    .venv/bin/python bench/bench_site.py daily  --dsn DSN --date 2026-09-21 [--copy-every S]
+    .venv/bin/python bench/bench_site.py daily  --dsn DSN --date 2026-09-21 [--copy-every S] \
+        [--heat-from-scratch]
     .venv/bin/python bench/bench_site.py copy   --dsn DSN [--repeat 5]
     .venv/bin/python bench/bench_site.py prune  --dsn DSN
 
@@ -214,6 +215,17 @@ def attribute(args: argparse.Namespace) -> None:
 
 
 def daily(args: argparse.Namespace) -> None:
+    """`jobio daily --recompute` as a new process. The day's heat-map hours (sql/0024) are
+    made by the first run and read by the next ones (what a site sees: `jobio db pack` makes
+    them hour by hour); `--heat-from-scratch` deletes them first, to time their making."""
+    if args.heat_from_scratch:
+        with psycopg.connect(args.dsn) as conn:
+            if conn.execute("SELECT to_regclass('heat_hour')").fetchone() != (None,):
+                d0 = datetime.strptime(args.date, "%Y-%m-%d").replace(tzinfo=UTC)
+                n = conn.execute("DELETE FROM heat_hour WHERE hour >= %s AND hour < "
+                                 "%s + interval '1 day'", (d0, d0)).rowcount
+                print(f"{n} heat-map hour(s) of {args.date} deleted", flush=True)
+
     def work() -> None:
         with tempfile.TemporaryDirectory() as out:
             wall, hwm, r = timed_process([JOBIO, "daily", "--date", args.date, "--recompute",
@@ -333,6 +345,8 @@ def main() -> None:
     ap.add_argument("--stop-after", type=float, help="attribute: SIGTERM after this many s")
     ap.add_argument("--copy-every", type=float, help="attribute, daily: write an interval "
                     "every this many seconds while the command runs")
+    ap.add_argument("--heat-from-scratch", action="store_true", help="daily: delete the "
+                    "day's heat-map hours first (the run makes them all)")
     ap.add_argument("--sample", type=int, default=20, help="show: jobs of each kind")
     ap.add_argument("--repeat", type=int, default=5, help="top, copy: runs")
     args = ap.parse_args()

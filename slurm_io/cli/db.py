@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
@@ -80,11 +80,14 @@ def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None
                 "report running now?): its old days are dropped at the next prune; run it "
                 "when no report runs") from None
         removed = retention.prune_results(conn, now - results)
+        heat = _forget_heat(conn)
     for name in dropped:
         click.echo(f"dropped {name}")
     click.echo(f"{len(dropped)} partition(s) dropped")
     for table, n in removed.items():
         click.echo(f"{table}: {n} row(s) deleted")
+    if heat:
+        click.echo(f"heat_hour: {heat} hour(s) deleted with their raw days")
     if unattributed:
         click.echo(f"warning: {unattributed} finished job(s) in the dropped days had no "
                    "complete stored attribution (run `jobio attribute` before pruning)",
@@ -106,6 +109,7 @@ def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int)
     Online (collectors go on writing), in small transactions: safe to stop at any time and
     to run again. Late deltas of a packed hour are read hot until the next run merges them.
     See docs/storage.md ("Two tiers of raw deltas")."""
+    from slurm_io.report import heat_hours
     from slurm_io.store import partitions, tiers_pack
 
     ages = {}
@@ -121,9 +125,27 @@ def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int)
             progress=lambda hour, n: click.echo(
                 f"packed {datetime.fromtimestamp(hour, UTC):%Y-%m-%d %H:00} UTC: "
                 f"{n} delta(s)"))
+        # the closed hours' heat-map counts, while their data is fresh in the cache: the
+        # nightly `jobio daily` then reads them (report.heat_hours)
+        summed = heat_hours.closed_hours(conn, clock.now(), cfg.interval, heat_hours.BASE)
     click.echo(f"{done.hours} hour(s) packed, {done.deltas} delta(s) in "
                f"{done.transactions} transaction(s); {done.skipped} hour(s) left hot "
                "(jobs still to attribute)")
+    click.echo(f"{summed} heat-map hour(s) summed")
+
+
+def _forget_heat(conn: Any) -> int:
+    """The heat-map summaries of the days whose raw deltas are gone (report.heat_hours
+    reads no summary of such a day anyway: this only frees their rows)."""
+    from slurm_io.report import heat_sql
+    from slurm_io.store import partitions
+
+    if not heat_sql.usable(conn):
+        return 0
+    days = partitions.existing_days(conn)
+    first = min(days) if days else partitions.day_of(clock.now()) + timedelta(days=1)
+    return heat_sql.forget_before(
+        conn, datetime(first.year, first.month, first.day, tzinfo=UTC).timestamp())
 
 
 def _embedded(cfg: Config) -> Any:

@@ -8,7 +8,9 @@
     OUT/jobs/<id>.html  a page per listed job (`jobio show` data and its LASSi hours)
 
 The LASSi hours of the day are computed first when they are not stored yet
-(slurm_io.lassi.days.ensure_day). Everything else is a few set-based queries over the day.
+(slurm_io.lassi.days.ensure_day), and so are the heat map's per-hour counts
+(slurm_io.report.heat_hours: the hours without a fresh summary). Everything else is a few
+set-based queries over the day.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from slurm_io.lassi import days as lassi_days
 from slurm_io.lassi import metrics as M
 from slurm_io.lassi import sql as lassi_sql
 from slurm_io.notify import smtp
-from slurm_io.report import daily_sql, plots
+from slurm_io.report import daily_sql, heat_hours, plots
 from slurm_io.report.daily_html import index_html, job_file, job_html, kb_text
 from slurm_io.store import standby
 from slurm_io.store.sqlutil import no_jit
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 
 PNGS = ("risk.png", "quality.png", "rates.png", "heatmap.png")
 STANDBY_WAIT = 120.0  # seconds the report waits for a standby to replay its LASSi hours
-HEATMAP_BASE = 4.0  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
+HEATMAP_BASE = heat_hours.BASE  # bins [4^k, 4^(k+1)): powers of 1024 fall on bin edges
 
 
 @dataclass
@@ -64,10 +66,26 @@ def rates(conn: Connection, start: float, end: float, width: float
 
 def heatmap_counts(conn: Connection, start: float, end: float, width: float,
                    base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
-    """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1))."""
+    """metric -> (interval index, k) -> number of series with a rate in [base^k, base^(k+1)),
+    from the deltas."""
     no_jit(conn)
+    return _by_metric(daily_sql.heat_counts(conn, start, end, width, base))
+
+
+def day_heatmap(conn: Connection, start: float, end: float, width: float,
+                base: float = HEATMAP_BASE) -> dict[str, dict[tuple[int, int], int]]:
+    """heatmap_counts of a day, from the hours' stored counts (report.heat_hours: made first
+    for the hours without a fresh one; `conn` must be the primary) where they apply, else
+    from the deltas. The same figures either way."""
+    counts = heat_hours.day_counts(conn, start, end, width, base)
+    if counts is None:
+        return heatmap_counts(conn, start, end, width, base)
+    return _by_metric(counts)
+
+
+def _by_metric(counts: Iterable[daily_sql.HeatCount]) -> dict[str, dict[tuple[int, int], int]]:
     out: dict[str, dict[tuple[int, int], int]] = defaultdict(dict)
-    for c in daily_sql.heat_counts(conn, start, end, width, base):
+    for c in counts:
         out[c.metric][(c.b, c.k)] = c.n
     return dict(out)
 
@@ -164,7 +182,11 @@ def build(conn: Connection, day: date, out: Path, *, interval: float = 120.0,
     fsh = lassi_sql.fs_hours(conn, start, end)
     jh = lassi_sql.job_hours(conn, start, end)
     series = rates(conn, start, end, interval)
-    counts = heatmap_counts(conn, start, end, interval)
+    t_heat = time.perf_counter()
+    # on the primary: the hours' counts are made there where missing or stale
+    counts = day_heatmap(writer, start, end, interval)
+    timings["heatmap"] = time.perf_counter() - t_heat
+    say(f"heat map of {day}: {timings['heatmap']:.1f} s")
     baseline = [{"fs": b.fs, "a": b.a, "from": b.first.date().isoformat(),
                  "to": date.fromordinal(b.after_last.date().toordinal() - 1).isoformat(),
                  "hours": b.hours, "own": b.own}

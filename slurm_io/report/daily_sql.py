@@ -117,10 +117,15 @@ def rates(conn: Connection, start: float, end: float, width: float) -> list[Rate
 
 
 def heat_counts(conn: Connection, start: float, end: float, width: float,
-                base: float) -> list[HeatCount]:
-    """Series counted per metric, interval and logarithmic rate bin."""
-    return [HeatCount(*r) for r in conn.execute(
-        _daily_sql()[1], _spread_params(start, end, width, base=base))]
+                base: float, *, first: int | None = None) -> list[HeatCount]:
+    """Series counted per metric, interval and logarithmic rate bin, of the deltas with
+    ts_end in (start, end]. `first`: the interval no delta is spread before (default: that of
+    `start`); an hour of a day (report.heat_hours) passes its day's, so that a long delta
+    is spread as the whole day's statement spreads it."""
+    params = _spread_params(start, end, width, base=base)
+    if first is not None:
+        params["first"] = first
+    return [HeatCount(*r) for r in conn.execute(_daily_sql()[1], params)]
 
 
 def baselines(conn: Connection, day: date) -> list[Baseline]:
