@@ -146,13 +146,17 @@ def _derived(c: str, span: str) -> str:
 
 
 def _predicted(c: str, b: str, _self: str) -> str:
-    """What one request size predicts of column c of byte counter b (numeric SQL)."""
-    mn = f"coalesce({b}_min, 0)::numeric"
+    """What one request size predicts of column c of byte counter b: store.tiers' own
+    expressions (int8; a product of non-negative values below 2^62, else 0), so that this
+    check holds the packed tier's arithmetic."""
+    from slurm_io.store import tiers
+
+    mn = f"{b}_min"
     if c == f"{b}_max":
-        return mn
+        return tiers.predicted_max(mn)
     if c == b:
-        return f"coalesce({b}_samples, 0)::numeric * {mn}"
-    return f"coalesce({b}, 0)::numeric * {mn}"
+        return tiers.predicted_bytes(f"{b}_samples", mn)
+    return tiers.predicted_sumsq(b, mn)
 
 
 def _plane(expr: str, k: int) -> str:
