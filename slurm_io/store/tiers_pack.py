@@ -1,4 +1,5 @@
-"""`jobio db pack`: moving closed hours of raw deltas into the packed tier (sql/0021).
+"""`jobio db pack`: moving closed hours of raw deltas into the packed tier (sql/0025: one row
+per entry and UTC day, the `derived` layout of store.tiers).
 
 What "closed" means (`closed`, a pure policy): an hour [h, h + 1 h) of ts_end is packed once
 (1) it ended `min_age` ago (default 6 h: the collectors' normal lateness, a spool drained
@@ -10,16 +11,21 @@ site's hours hot for ever). Correctness never depends on it: every reader reads 
 (store.tiers), and a delta that arrives later for a packed hour is read from the hot tier
 until the next pack merges it.
 
-How: per hour, in chunks of entries (`hashtext(raw_id)` modulo the number of chunks, so a
-chunk holds ~`rows_per_transaction` hot rows), ONE statement per chunk deletes the chunk's
-hot rows and the packed rows of the same entries and hour, and inserts them merged, one row
-per entry -- in its own transaction. A kill at any point leaves each chunk either packed or
-not: no delta lost or counted twice, and running it again goes on where it stopped. It is
+How: a day's contiguous closed hours are one run (`runs`), so the daily maintenance writes
+each entry's day row once. One scan of the day's hot partition plans the run (`_plan`: each
+hot row's chunk, `hashtext(raw_id)` modulo the number of chunks so that a chunk holds
+~`rows_per_transaction` rows, and its ctid); then ONE statement per chunk deletes the
+chunk's hot rows (a TID scan, re-checked against the run and chunk), the packed day rows of
+the same entries (late data, or hours of the day closed earlier), and inserts them merged,
+one row per entry -- in its own transaction. Entries without hot deltas keep their rows
+untouched. A kill at any point leaves each chunk either packed or not: no delta lost or
+counted twice, and running it again plans again and goes on where it stopped. It is
 online: the DELETE takes the same ROW EXCLUSIVE lock as the collectors' COPY (they never
 wait for each other), and the rows it deletes are ones no collector writes again; a late
-delta COPYed into the hour meanwhile is not in the statement's snapshot and stays hot.
-`lock_timeout` keeps a chunk from queueing behind DDL (a `prune` DROP), which would queue
-the COPYs behind it.
+delta COPYed into the run meanwhile is not in the plan (nor the statement's snapshot) and
+stays hot. `lock_timeout` keeps a chunk from queueing behind DDL (a `prune` DROP), which
+would queue the COPYs behind it. sql/0021's hour rows (renamed jobstats_packed_0021 by
+sql/0025) are re-packed day by day first (`convert_old`), in the same statement.
 """
 
 from __future__ import annotations
