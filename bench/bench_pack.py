@@ -1,4 +1,4 @@
-"""The packed tier (sql/0021, `jobio db pack`): bytes per delta, pack rate, longest COPY wait.
+"""The packed tier (sql/0025, `jobio db pack`): bytes per delta, pack rate, longest COPY wait.
 
     .venv/bin/python bench/bench_pack.py [--nodes 200] [--hours 24] [--dsn DSN] [--db NAME]
 
@@ -9,9 +9,10 @@ login-node `%e.%u` ones; 64 OSTs + 1 MDT; jobs of lognormal length back to back 
 through the real ingest path (write_batch, binary COPY), one batch per interval. Then:
 
 - the hot tier's bytes per delta (jobstats_delta's partitions: heap + TOAST + indexes);
-- `tiers_pack.pack` of every hour (timed: deltas per second), while a concurrent writer COPYs
-  one interval of new deltas after another with `lock_timeout = 1s` (a COPY that waited
-  longer would fail: the count of such failures is printed, and each COPY's wall time);
+- `tiers_pack.pack` of every hour (a day's hours in one run; timed: deltas per second),
+  while a concurrent writer COPYs one interval of new deltas after another with
+  `lock_timeout = 1s` (a COPY that waited longer would fail: the count of such failures is
+  printed, and each COPY's wall time);
 - the packed tier's bytes per delta, and the 90-day projection for a 10,000-node site at
   this density (bytes per delta x deltas per node per day x 10,000 x 90).
 
