@@ -68,7 +68,8 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> 
         dst.execute("DROP TABLE IF EXISTS flat")
         with psycopg.connect(source) as src:
             src.execute("SET TRANSACTION READ ONLY")
-            row = src.execute(f"SELECT {cols} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+            window = _window(src)
+            row = src.execute(f"SELECT {cols} FROM {window('%(lo)s', '%(hi)s')} d "
                               "LIMIT 0", {"lo": lo, "hi": hi})
             desc = row.description or []
             types = {d.name: src.execute("SELECT format_type(%s, NULL)",
@@ -76,7 +77,7 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> 
             dst.execute("CREATE TABLE flat (" + ", ".join(
                 f"{n} {t[0] if t else 'text'}" for n, t in types.items()) + ")")
             q = (f"COPY (SELECT {cols} FROM "
-                 f"{tiers.window(_lit(src, lo), _lit(src, hi))} d "
+                 f"{window(_lit(src, lo), _lit(src, hi))} d "
                  f"WHERE ts_end < {_lit(src, hi)} AND (hashtext(raw_id) & 2147483647) "
                  f"% {int(sample)} = 0) TO STDOUT (FORMAT binary)")
             with src.cursor().copy(q) as out, dst.cursor().copy(
@@ -86,6 +87,22 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> 
         dst.execute("ANALYZE flat")
         row = dst.execute("SELECT count(*) FROM flat").fetchone()
     return int(row[0]) if row else 0
+
+
+def _window(conn: psycopg.Connection) -> Callable[[str, str], str]:
+    """store.tiers.window, or for a source from before sql/0025 (the site database is at
+    schema 22) its two tiers: the hot one and 0021's hour rows, then named jobstats_packed."""
+    from slurm_io.store import tiers
+
+    if conn.execute("SELECT to_regclass('jobstats_packed_0021')").fetchone() != (None,):
+        return tiers.window
+
+    def old(lo: str, hi: str) -> str:
+        where = f"ts_end > {lo} AND ts_end <= {hi}"
+        return (f"(SELECT {', '.join(tiers.columns())} FROM {tiers.HOT} WHERE {where} "
+                f"UNION ALL SELECT * FROM ({tiers.select_0021('jobstats_packed')}) o "
+                f"WHERE {where})")
+    return old
 
 
 def _lit(conn: psycopg.Connection, value: str) -> str:
