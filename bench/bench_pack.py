@@ -1,4 +1,4 @@
-"""The packed tier (sql/0021, `jobio db pack`): bytes per delta, pack rate, longest COPY wait.
+"""The packed tier (sql/0025, `jobio db pack`): bytes per delta, pack rate, longest COPY wait.
 
     .venv/bin/python bench/bench_pack.py [--nodes 200] [--hours 24] [--dsn DSN] [--db NAME]
 
@@ -9,9 +9,10 @@ login-node `%e.%u` ones; 64 OSTs + 1 MDT; jobs of lognormal length back to back 
 through the real ingest path (write_batch, binary COPY), one batch per interval. Then:
 
 - the hot tier's bytes per delta (jobstats_delta's partitions: heap + TOAST + indexes);
-- `tiers_pack.pack` of every hour (timed: deltas per second), while a concurrent writer COPYs
-  one interval of new deltas after another with `lock_timeout = 1s` (a COPY that waited
-  longer would fail: the count of such failures is printed, and each COPY's wall time);
+- `tiers_pack.pack` of every hour (a day's hours in one run; timed: deltas per second),
+  while a concurrent writer COPYs one interval of new deltas after another with
+  `lock_timeout = 1s` (a COPY that waited longer would fail: the count of such failures is
+  printed, and each COPY's wall time);
 - the packed tier's bytes per delta, and the 90-day projection for a 10,000-node site at
   this density (bytes per delta x deltas per node per day x 10,000 x 90).
 
@@ -174,29 +175,34 @@ def deltas_in(conn: psycopg.Connection) -> tuple[int, int]:
 
 
 def concurrent_writer(dsn: str, n_nodes: int, stop: threading.Event, waits: list[float],
-                      failures: list[str]) -> None:
+                      failures: list[str], hours: float = 1e9) -> None:
     """COPY one interval after another into the very hours being packed (late data: the
     hardest case for the pack's locks; collectors normally write newer days) with
-    lock_timeout 1 s; each write's wall time into `waits`."""
+    lock_timeout 1 s; each write's wall time into `waits`. Past the bench's `hours` it
+    starts again at their first interval with new entries (`late2...`), so that it never
+    writes outside them however long the pack takes (a small run's pack outlasts them)."""
     from slurm_io.store.writer import write_batch
 
     with psycopg.connect(dsn) as conn:
         conn.execute("SET lock_timeout = '1s'")
         conn.commit()
-        gen = intervals(n_nodes, 1e9, seed=2)
-        seq = 1_000_000
+        seq, cycle = 1_000_000, 0
         while not stop.is_set():
-            t, _jobs, deltas = next(gen)
-            moved = [(d._replace(raw_id="late" + d.raw_id, job_id="late" + d.job_id), j)
-                     for d, j in deltas]
-            seq += 1
-            started = time.perf_counter()
-            try:
-                write_batch(conn, Batch("late", seq, t, (), moved, len(moved), 0, 0, 0))
-            except psycopg.errors.LockNotAvailable as e:
-                failures.append(str(e))
-                conn.rollback()
-            waits.append(time.perf_counter() - started)
+            cycle += 1
+            prefix = "late" if cycle == 1 else f"late{cycle}"
+            for t, _jobs, deltas in intervals(n_nodes, hours, seed=2):
+                if stop.is_set():
+                    break
+                moved = [(d._replace(raw_id=prefix + d.raw_id, job_id=prefix + d.job_id), j)
+                         for d, j in deltas]
+                seq += 1
+                started = time.perf_counter()
+                try:
+                    write_batch(conn, Batch("late", seq, t, (), moved, len(moved), 0, 0, 0))
+                except psycopg.errors.LockNotAvailable as e:
+                    failures.append(str(e))
+                    conn.rollback()
+                waits.append(time.perf_counter() - started)
 
 
 def main() -> None:
@@ -240,7 +246,7 @@ def run(dsn: str, args: argparse.Namespace) -> None:
     print(f"hot tier: {hot / n:.1f} bytes per delta ({hot / 1e6:.1f} MB)")
     stop, waits, failures = threading.Event(), [], []
     writer = threading.Thread(target=concurrent_writer,
-                              args=(dsn, args.nodes, stop, waits, failures))
+                              args=(dsn, args.nodes, stop, waits, failures, args.hours))
     with psycopg.connect(dsn) as conn:
         writer.start()
         time.sleep(0.5)

@@ -68,7 +68,8 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> 
         dst.execute("DROP TABLE IF EXISTS flat")
         with psycopg.connect(source) as src:
             src.execute("SET TRANSACTION READ ONLY")
-            row = src.execute(f"SELECT {cols} FROM {tiers.window('%(lo)s', '%(hi)s')} d "
+            window = _window(src)
+            row = src.execute(f"SELECT {cols} FROM {window('%(lo)s', '%(hi)s')} d "
                               "LIMIT 0", {"lo": lo, "hi": hi})
             desc = row.description or []
             types = {d.name: src.execute("SELECT format_type(%s, NULL)",
@@ -76,7 +77,7 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> 
             dst.execute("CREATE TABLE flat (" + ", ".join(
                 f"{n} {t[0] if t else 'text'}" for n, t in types.items()) + ")")
             q = (f"COPY (SELECT {cols} FROM "
-                 f"{tiers.window(_lit(src, lo), _lit(src, hi))} d "
+                 f"{window(_lit(src, lo), _lit(src, hi))} d "
                  f"WHERE ts_end < {_lit(src, hi)} AND (hashtext(raw_id) & 2147483647) "
                  f"% {int(sample)} = 0) TO STDOUT (FORMAT binary)")
             with src.cursor().copy(q) as out, dst.cursor().copy(
@@ -86,6 +87,22 @@ def copy_slice(source: str, scratch: str, lo: str, hi: str, sample: int = 1) -> 
         dst.execute("ANALYZE flat")
         row = dst.execute("SELECT count(*) FROM flat").fetchone()
     return int(row[0]) if row else 0
+
+
+def _window(conn: psycopg.Connection) -> Callable[[str, str], str]:
+    """store.tiers.window, or for a source from before sql/0025 (the site database is at
+    schema 22) its two tiers: the hot one and 0021's hour rows, then named jobstats_packed."""
+    from slurm_io.store import tiers
+
+    if conn.execute("SELECT to_regclass('jobstats_packed_0021')").fetchone() != (None,):
+        return tiers.window
+
+    def old(lo: str, hi: str) -> str:
+        where = f"ts_end > {lo} AND ts_end <= {hi}"
+        return (f"(SELECT {', '.join(tiers.columns())} FROM {tiers.HOT} WHERE {where} "
+                f"UNION ALL SELECT * FROM ({tiers.select_0021('jobstats_packed')}) o "
+                f"WHERE {where})")
+    return old
 
 
 def _lit(conn: psycopg.Connection, value: str) -> str:
@@ -146,13 +163,17 @@ def _derived(c: str, span: str) -> str:
 
 
 def _predicted(c: str, b: str, _self: str) -> str:
-    """What one request size predicts of column c of byte counter b (numeric SQL)."""
-    mn = f"coalesce({b}_min, 0)::numeric"
+    """What one request size predicts of column c of byte counter b: store.tiers' own
+    expressions (int8; a product of non-negative values below 2^62, else 0), so that this
+    check holds the packed tier's arithmetic."""
+    from slurm_io.store import tiers
+
+    mn = f"{b}_min"
     if c == f"{b}_max":
-        return mn
+        return tiers.predicted_max(mn)
     if c == b:
-        return f"coalesce({b}_samples, 0)::numeric * {mn}"
-    return f"coalesce({b}, 0)::numeric * {mn}"
+        return tiers.predicted_bytes(f"{b}_samples", mn)
+    return tiers.predicted_sumsq(b, mn)
 
 
 def _plane(expr: str, k: int) -> str:

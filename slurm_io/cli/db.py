@@ -104,7 +104,7 @@ def db_prune(cfg: Config, older_than: str | None, results_older_than: str | None
               show_default=True, help="hot deltas packed per transaction")
 @click.pass_obj
 def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int) -> None:
-    """Move closed hours of raw deltas into the packed tier (~4x smaller, read alike).
+    """Move closed hours of raw deltas into the packed tier (~5-8x smaller, read alike).
 
     Online (collectors go on writing), in small transactions: safe to stop at any time and
     to run again. Late deltas of a packed hour are read hot until the next run merges them.
@@ -123,7 +123,7 @@ def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int)
             conn, clock.now(), min_age=ages["--min-age"], max_wait=ages["--max-wait"],
             rows_per_transaction=rows_per_transaction,
             progress=lambda hour, n: click.echo(
-                f"packed {datetime.fromtimestamp(hour, UTC):%Y-%m-%d %H:00} UTC: "
+                f"packed from {datetime.fromtimestamp(hour, UTC):%Y-%m-%d %H:00} UTC: "
                 f"{n} delta(s)"))
         # the closed hours' heat-map counts, while their data is fresh in the cache: the
         # nightly `jobio daily` then reads them (report.heat_hours)
@@ -131,6 +131,8 @@ def db_pack(cfg: Config, min_age: str, max_wait: str, rows_per_transaction: int)
     click.echo(f"{done.hours} hour(s) packed, {done.deltas} delta(s) in "
                f"{done.transactions} transaction(s); {done.skipped} hour(s) left hot "
                "(jobs still to attribute)")
+    if done.converted:
+        click.echo(f"{done.converted} day(s) of hour rows from before sql/0025 re-packed")
     click.echo(f"{summed} heat-map hour(s) summed")
 
 

@@ -57,6 +57,11 @@ def packed_partition_name(day: date) -> str:
     return f"{PACKED_PREFIX}{day:%Y%m%d}"
 
 
+def packed_0021_name(day: date) -> str:
+    """sql/0021's hour rows of `day`, renamed by sql/0025 until `db pack` re-packs them."""
+    return f"jobstats_packed_0021_p{day:%Y%m%d}"
+
+
 def _day_start(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
@@ -180,7 +185,8 @@ def prune(
     EXCLUSIVE lock on jobstats_delta); `lock_timeout` stops a drop waiting behind a long
     report -- which would stall ingest queued behind it -- by raising PartitionBusy (with
     the days dropped before), so retention simply runs again later. The day's packed
-    partition (sql/0021) goes in the same transaction. Returns the names dropped, oldest
+    partitions (sql/0021, sql/0025) go in the same transaction. Returns the names
+    dropped, oldest
     first.
     """
     if older_than_seconds < 0:
@@ -197,7 +203,8 @@ def prune(
                 conn.execute(
                     sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(lock_timeout))
                 )
-                for name in (packed_partition_name(day), partition_name(day)):
+                for name in (packed_0021_name(day), packed_partition_name(day),
+                             partition_name(day)):
                     conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
                         sql.Identifier(name)))
             dropped.append(partition_name(day))
