@@ -17,6 +17,17 @@ through the real ingest path (write_batch, binary COPY), one batch per interval.
   this density (bytes per delta x deltas per node per day x 10,000 x 90).
 
 Without --dsn a throw-away embedded PostgreSQL is made under /tmp.
+
+    .venv/bin/python bench/bench_pack.py --from-dsn SITE_DSN --day 2026-09-21 --sample 10
+        --nodes 10000 --dsn DSN
+
+The same on a real or prebuilt site's deltas instead of generated ones (the budget's
+`--site` figures): one entry in SAMPLE of the source's DAY (hot rows, by a hash of raw_id,
+so that each kept entry keeps all of its intervals: the day's arrays are as long as at the
+site) is copied into the bench database, which is then packed as above. The projection
+uses the source's whole day (its deltas / --nodes, the source's node count), and the
+concurrent writer COPYs into the next day, as collectors do while last night's day is
+packed (its rows stay out of the packed figures).
 """
 
 from __future__ import annotations
@@ -114,14 +125,14 @@ class Node:
         return out
 
 
-def intervals(n_nodes: int, hours: float, seed: int = 1
+def intervals(n_nodes: int, hours: float, seed: int = 1, origin: float = T0
               ) -> Iterator[tuple[float, list[JobRecord], list[tuple[Delta, JobId]]]]:
-    """Per 2-minute interval: its end, the jobs that started, the deltas read."""
+    """Per 2-minute interval from `origin`: its end, the jobs that started, the deltas."""
     rng = random.Random(seed)
     next_job = [5_000_000]
     nodes = [Node(f"n{i:05d}", rng, next_job) for i in range(n_nodes)]
-    t = T0 + PERIOD
-    while t <= T0 + hours * 3600:
+    t = origin + PERIOD
+    while t <= origin + hours * 3600:
         jobs: list[JobRecord] = []
         out: list[tuple[Delta, JobId]] = []
         for node in nodes:
@@ -158,6 +169,60 @@ def build(dsn: str, n_nodes: int, hours: float) -> tuple[int, list[JobRecord]]:
     return total, all_jobs
 
 
+def fullest_day(source: str) -> str:
+    """The source's day partition with the most rows (pg_class.reltuples: no count)."""
+    from slurm_io.store import partitions
+
+    with psycopg.connect(source) as conn:
+        row = conn.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+            "WHERE i.inhparent = 'jobstats_delta'::regclass AND c.relname LIKE %s "
+            "ORDER BY c.reltuples DESC LIMIT 1", (partitions.PREFIX + "%",)).fetchone()
+    if row is None:
+        sys.exit(f"bench_pack: no day partition in {source}")
+    day = row[0].removeprefix(partitions.PREFIX)
+    return f"{day[:4]}-{day[4:6]}-{day[6:]}"
+
+
+def copy_from(dsn: str, source: str, day: float, sample: int) -> tuple[int, int]:
+    """Copy one entry in `sample` of the source's `day` (its hot rows, with the hosts and
+    targets they name) into the migrated bench database; returns (copied, the source's
+    deltas of the whole day)."""
+    from slurm_io.store import migrate, partitions
+
+    where = ("ts_end > to_timestamp(%s) AND ts_end <= to_timestamp(%s) "
+             "AND abs(hashtext(raw_id)) %% %s = 0")
+    cols = None
+    with psycopg.connect(source) as src, psycopg.connect(dsn) as dst:
+        migrate.upgrade(dst)
+        partitions.ensure_partitions(dst, day, day + 86400, ahead_days=0)
+        for table, key in (("host", "host_id"), ("fs_target", "target_id")):
+            dst.execute(f"DELETE FROM {table}")
+            with src.cursor().copy(f"COPY {table} TO STDOUT (FORMAT binary)") as out, \
+                    dst.cursor().copy(f"COPY {table} FROM STDIN (FORMAT binary)") as into:
+                for chunk in out:
+                    into.write(chunk)
+            # the concurrent writer adds its own targets and hosts after the copied ones
+            dst.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), "
+                        f"(SELECT coalesce(max({key}), 0) + 1 FROM {table}), false)")
+        cols = ", ".join(r[0] for r in dst.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'jobstats_delta'::regclass "
+            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum"))
+        query = f"COPY (SELECT {cols} FROM jobstats_delta WHERE {where}) TO STDOUT (FORMAT binary)"
+        with src.cursor().copy(query, (day, day + 86400, sample)) as out, dst.cursor().copy(
+                f"COPY jobstats_delta ({cols}) FROM STDIN (FORMAT binary)") as into:
+            for chunk in out:
+                into.write(chunk)
+        dst.commit()
+        row = dst.execute("SELECT count(*) FROM jobstats_delta").fetchone()
+        whole = src.execute("SELECT count(*) FROM jobstats_delta WHERE ts_end > "
+                            "to_timestamp(%s) AND ts_end <= to_timestamp(%s)",
+                            (day, day + 86400)).fetchone()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    return (int(row[0]) if row else 0), (int(whole[0]) if whole else 0)
+
+
 def tier_bytes(conn: psycopg.Connection, parent: str) -> int:
     """Heap + TOAST + indexes of every partition of `parent`."""
     row = conn.execute(
@@ -175,7 +240,7 @@ def deltas_in(conn: psycopg.Connection) -> tuple[int, int]:
 
 
 def concurrent_writer(dsn: str, n_nodes: int, stop: threading.Event, waits: list[float],
-                      failures: list[str], hours: float = 1e9) -> None:
+                      failures: list[str], hours: float = 1e9, origin: float = T0) -> None:
     """COPY one interval after another into the very hours being packed (late data: the
     hardest case for the pack's locks; collectors normally write newer days) with
     lock_timeout 1 s; each write's wall time into `waits`. Past the bench's `hours` it
@@ -190,7 +255,7 @@ def concurrent_writer(dsn: str, n_nodes: int, stop: threading.Event, waits: list
         while not stop.is_set():
             cycle += 1
             prefix = "late" if cycle == 1 else f"late{cycle}"
-            for t, _jobs, deltas in intervals(n_nodes, hours, seed=2):
+            for t, _jobs, deltas in intervals(n_nodes, hours, seed=2, origin=origin):
                 if stop.is_set():
                     break
                 moved = [(d._replace(raw_id=prefix + d.raw_id, job_id=prefix + d.job_id), j)
@@ -212,7 +277,14 @@ def main() -> None:
     ap.add_argument("--rows-per-transaction", type=int, default=50_000)
     ap.add_argument("--dsn")
     ap.add_argument("--db", default="bench_pack")
+    ap.add_argument("--from-dsn", help="copy a site's deltas from this database instead of "
+                    "generating them (with --day, --sample; --nodes: the source's nodes)")
+    ap.add_argument("--day", help="the source's UTC day, YYYY-MM-DD, or `fullest` (the day "
+                    "partition of most rows by the planner's count)")
+    ap.add_argument("--sample", type=int, default=10, help="copy one entry in SAMPLE")
     args = ap.parse_args()
+    if args.from_dsn and not args.day:
+        ap.error("--from-dsn needs --day")
     if args.dsn:
         run(args.dsn, args)
         return
@@ -237,21 +309,37 @@ def run(dsn: str, args: argparse.Namespace) -> None:
         conn.execute(f"CREATE DATABASE {args.db}")
     dsn = make_conninfo(**{**conninfo_to_dict(dsn), "dbname": args.db})
     t = time.perf_counter()
-    n, jobs = build(dsn, args.nodes, args.hours)
-    print(f"built: {n:,} deltas, {len(jobs):,} jobs, {args.nodes} nodes, {args.hours:g} h "
-          f"in {time.perf_counter() - t:.0f} s ({n / args.nodes / args.hours * 24:,.0f} "
-          "deltas per node per day)")
+    origin, writer_nodes, pack_now = T0, args.nodes, T0 + args.hours * 3600 + 86400
+    if args.from_dsn:
+        from datetime import UTC, datetime
+
+        if args.day == "fullest":
+            args.day = fullest_day(args.from_dsn)
+        origin = datetime.strptime(args.day, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+        n, whole = copy_from(dsn, args.from_dsn, origin, args.sample)
+        args.hours, writer_nodes, pack_now = 24.0, 200, origin + 86400
+        per_node_day = whole / args.nodes
+        print(f"copied: {n:,} deltas, one entry in {args.sample} of {args.day} "
+              f"({whole:,} deltas, {args.nodes:,} nodes: {per_node_day:,.0f} deltas per node "
+              f"per day) in {time.perf_counter() - t:.0f} s")
+    else:
+        n, jobs = build(dsn, args.nodes, args.hours)
+        per_node_day = n / args.nodes / args.hours * 24
+        print(f"built: {n:,} deltas, {len(jobs):,} jobs, {args.nodes} nodes, {args.hours:g} h "
+              f"in {time.perf_counter() - t:.0f} s ({per_node_day:,.0f} deltas per node per "
+              "day)")
     with psycopg.connect(dsn, autocommit=True) as conn:
         hot = tier_bytes(conn, "jobstats_delta")
     print(f"hot tier: {hot / n:.1f} bytes per delta ({hot / 1e6:.1f} MB)")
     stop, waits, failures = threading.Event(), [], []
     writer = threading.Thread(target=concurrent_writer,
-                              args=(dsn, args.nodes, stop, waits, failures, args.hours))
+                              args=(dsn, writer_nodes, stop, waits, failures, args.hours,
+                                    pack_now if args.from_dsn else origin))
     with psycopg.connect(dsn) as conn:
         writer.start()
         time.sleep(0.5)
         t = time.perf_counter()
-        done = tiers_pack.pack(conn, T0 + args.hours * 3600 + 86400, min_age=0,
+        done = tiers_pack.pack(conn, pack_now, min_age=0,
                                max_wait=0, rows_per_transaction=args.rows_per_transaction)
         took = time.perf_counter() - t
         stop.set()
@@ -262,7 +350,6 @@ def run(dsn: str, args: argparse.Namespace) -> None:
         rows = conn.execute("SELECT count(*) FROM jobstats_packed").fetchone()
         hot_left, elements = deltas_in(conn)
     per = packed / max(1, elements)
-    per_node_day = n / args.nodes / args.hours * 24
     print(f"packed: {done.deltas:,} deltas of {done.hours} hours in {took:.1f} s "
           f"({done.deltas / took:,.0f} deltas/s, {done.transactions} transactions); "
           f"{elements:,} deltas in {rows[0] if rows else 0:,} packed rows")
@@ -270,7 +357,7 @@ def run(dsn: str, args: argparse.Namespace) -> None:
           f"{hot / n:.1f}: {hot / max(1, packed):.1f}x smaller)")
     print(f"90 days of a {SITE_NODES:,}-node site: {per * per_node_day * SITE_NODES * 90 / 1e9:.0f}"
           f" GB packed (hot: {hot / n * per_node_day * SITE_NODES * 90 / 1e9:.0f} GB)")
-    print(f"concurrent COPY of one interval ({args.nodes} nodes) x {len(waits)}: longest "
+    print(f"concurrent COPY of one interval ({writer_nodes} nodes) x {len(waits)}: longest "
           f"{max(waits) * 1000:.0f} ms, median {statistics.median(waits) * 1000:.0f} ms; "
           f"{len(failures)} waited over the 1 s lock_timeout")
     print(f"hot rows left: {hot_left:,} (the concurrent writer's late ones)")

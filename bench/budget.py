@@ -248,6 +248,15 @@ def site_dsn(args: argparse.Namespace, base: str, s: Sizes) -> str:
     return make_conninfo(base, dbname="budget_site_small")
 
 
+def _drop(dsn: str, name: str) -> None:
+    """Drop a scratch database of the site's server (its disk is the site's)."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(make_conninfo(dsn, dbname="postgres"), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 def site_figures(s: Sizes, dsn: str) -> dict[str, float]:
     """A day at a site (bench_site.py) on a prebuilt site-density database (`--site`; see
     bench/README.md): the `--small` form runs each part on whatever `--site` names (the
@@ -272,6 +281,13 @@ def site_figures(s: Sizes, dsn: str) -> dict[str, float]:
                  str(3 * s.repeat), "--day", "0")
     daily = run(*site, "daily", "--dsn", dsn, "--nodes", str(int(nodes)), "--copy-every",
                 every)
+    # the packed tier at the site's density: one entry in 10 of the fullest day, packed
+    from psycopg.conninfo import make_conninfo
+
+    pack = run(PY, str(BENCH / "bench_pack.py"), "--from-dsn", dsn, "--day", "fullest",
+               "--sample", "2" if small else "10", "--nodes", str(int(nodes)),
+               "--dsn", make_conninfo(dsn, dbname="postgres"), "--db", "budget_site_pack")
+    _drop(dsn, "budget_site_pack")
     prune = run(*site, "prune", "--dsn", dsn)
     copied = r"copy of one interval \(([\d,]+) rows.*median ([\d.]+) s, max ([\d.]+) s"
     return {
@@ -293,6 +309,9 @@ def site_figures(s: Sizes, dsn: str) -> dict[str, float]:
         "site_daily": grab(r"jobio daily --recompute --date \S+: ([\d.]+) s wall", daily),
         "site_copy_daily": grab(copied, daily, 3),
         "site_prune": grab(r"jobio db prune of a day: ([\d.]+) s", prune),
+        "site_pack_bytes": grab(r"packed tier: ([\d.]+) bytes per delta", pack),
+        "site_pack_90d": grab(r"10,000-node site: ([\d,]+) GB packed", pack),
+        "site_pack_rate": grab(r"\(([\d,]+) deltas/s", pack),
     }
 
 
