@@ -4,15 +4,20 @@ with something that is not JSON; no munged is needed (the credential is given)."
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from slurm_io.client.http import ServiceError, call
+from slurm_io.service.protocol import request_payload
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -77,3 +82,48 @@ def test_no_service_listening_is_cannot_reach() -> None:
 def test_a_server_setting_that_is_not_a_url_says_so_before_asking_munged(url: str) -> None:
     with pytest.raises(ServiceError, match=r"^not a jobio service URL: "):
         call(url, "GET", "/v1/health", munge_socket="/nonexistent/munge.socket")
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, Path]]:
+    """A real TLS server on loopback with a certificate for `localhost` only; (port, its
+    certificate, a certificate of another name)."""
+    d = tmp_path_factory.mktemp("tls")
+    for name in ("localhost", "other.example"):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                        f"/CN={name}", "-addext", f"subjectAltName=DNS:{name}",
+                        "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.crt")],
+                       check=True, capture_output=True)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / "localhost.crt", d / "localhost.key")
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd.server_address[1], d / "localhost.crt", d / "other.example.crt"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_tls_checks_the_host_name_it_was_given(tls_server: tuple[int, Path, Path]) -> None:
+    """The TLS check gets an ASCII host name as bytes (no idna import, client/http.py): the
+    certificate is still checked against that name, and a name it does not carry fails."""
+    port, cert, other = tls_server
+    doc = call(f"https://localhost:{port}", "GET", "/v1/mail", ca_file=cert, credential="c")
+    assert doc == {"seen": "/v1/mail", "auth": "MUNGE c"}
+    not_its_name = r"^cannot reach .*mismatch, certificate is not valid for '127.0.0.1'"
+    with pytest.raises(ServiceError, match=not_its_name):
+        call(f"https://127.0.0.1:{port}", "GET", "/v1/mail", ca_file=cert, credential="c")
+    with pytest.raises(ServiceError, match=r"^cannot reach .*certificate verify failed"):
+        call(f"https://localhost:{port}", "GET", "/v1/mail", ca_file=other, credential="c")
+
+
+@pytest.mark.parametrize("body", [b"", b"{}", bytes(range(256))])
+def test_a_credentials_payload_carries_the_bodys_sha256(body: bytes) -> None:
+    """request_payload's digest of an empty body is a constant (no hashlib in client mode's
+    start-up): the same bytes as hashlib's."""
+    digest = hashlib.sha256(body).hexdigest()
+    assert request_payload("get", "/v1/show?jobid=1", body) == (
+        f"slurm-io/1\nGET\n/v1/show?jobid=1\n{digest}".encode())
