@@ -478,6 +478,8 @@ def main() -> int:
         elif not args.site:  # the site group needs --site: its committed figures stay
             kept = {k: v for k, v in committed["figures"].items() if k not in doc["figures"]}
             doc["figures"] = {**kept, **doc["figures"]}
+            # and when they were measured (the README's table says so)
+            doc["updates"] = [u for u in committed.get("updates", []) if u["groups"] == "site"]
         COMMITTED.write_text(json.dumps(doc, indent=1) + "\n")
         write_readme(doc)
         print(f"written: {COMMITTED}, {README}")
