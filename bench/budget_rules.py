@@ -117,6 +117,23 @@ def verdict(name: str, value: float, committed: float | None) -> str:
     return ", ".join(why)
 
 
+def suspects(figures: dict[str, float], committed: dict[str, float]) -> set[str]:
+    """The figures more than TOLERANCE worse than committed but within their budget: the
+    ones a second measurement confirms or clears (a figure over budget fails as it is)."""
+    out = set()
+    for name, v in figures.items():
+        why = verdict(name, v, committed.get(name)) if name in FIGURES else ""
+        if why and "over budget" not in why:
+            out.add(name)
+    return out
+
+
+def better(name: str, first: float, second: float) -> float:
+    """The better of two measurements of one figure: a regression shows in both, the noise
+    of a shared box (16-20 % on a different row or two of every run) rarely twice."""
+    return max(first, second) if FIGURES[name].higher_is_better else min(first, second)
+
+
 def fmt(v: float | None) -> str:
     if v is None:
         return "-"

@@ -76,3 +76,14 @@ def test_an_update_of_some_groups_keeps_the_other_committed_figures() -> None:
     assert "service,startup measured again 2026-11-25 23:30 UTC, load 5.0" in markdown(doc)
     again = merged(doc, {**run, "measured": "later"}, {"service", "startup"})
     assert [u["measured"] for u in again["updates"]] == ["later"]  # not listed twice
+
+
+def test_a_figure_worse_than_committed_within_budget_is_measured_again() -> None:
+    from bench.budget_rules import better, suspects
+
+    committed = {"hook": 100.0, "parse_ost": 200.0, "top": 0.5}
+    figures = {"hook": 120.0, "parse_ost": 190.0, "top": 1.5}
+    # hook: 20 % worse, within budget -> again; parse: 5 % -> fine; top: over budget -> fails
+    assert suspects(figures, committed) == {"hook"}
+    assert better("hook", 120.0, 101.0) == 101.0  # lower is better
+    assert better("parse_ost", 180.0, 210.0) == 210.0  # higher is better
