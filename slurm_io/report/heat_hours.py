@@ -114,18 +114,28 @@ def ensure(conn: Connection, start: float, end: float, width: float, base: float
     """Make the summaries of the hours of [start, end) (within one UTC day) that have none
     or a stale one; hours that end after `until` are left alone. Returns every hour's
     summary, made or found, by hour start (a left-alone hour is absent)."""
+    return _ensure(conn, start, end, width, base, until)[0]
+
+
+def _ensure(conn: Connection, start: float, end: float, width: float, base: float,
+            until: float | None) -> tuple[dict[float, StoredHour], int]:
+    """ensure(), and how many hours it made."""
     day_first = int((start // DAY) * DAY // width)
     now = heat_sql.covered(conn, start, end)
     have = heat_sql.stored(conn, start, end, width, base)
     out: dict[float, StoredHour] = {}
+    made = 0
     for h in hours(start, end):
         if until is not None and h + HOUR > until:
             continue
         c = now.get(_utc(h), Covered(0, None))
         s = have.get(_utc(h))
-        out[h] = s if s is not None and fresh(s, c, day_first) else make_hour(
-            conn, h, day_first, c, width, base)
-    return out
+        if s is not None and fresh(s, c, day_first):
+            out[h] = s
+        else:
+            out[h] = make_hour(conn, h, day_first, c, width, base)
+            made += 1
+    return out, made
 
 
 def day_counts(conn: Connection, start: float, end: float, width: float, base: float
@@ -155,10 +165,5 @@ def closed_hours(conn: Connection, now: float, width: float, base: float,
     if not heat_sql.usable(conn) or not applies(0.0, DAY, width):
         return 0
     today = (now // DAY) * DAY
-    made = 0
-    for d in range(days - 1, -1, -1):
-        start = today - d * DAY
-        before = heat_sql.stored(conn, start, start + DAY, width, base)
-        after = ensure(conn, start, start + DAY, width, base, until=now)
-        made += sum(1 for h, s in after.items() if before.get(_utc(h)) != s)
-    return made
+    return sum(_ensure(conn, today - d * DAY, today - d * DAY + DAY, width, base, now)[1]
+               for d in range(days - 1, -1, -1))

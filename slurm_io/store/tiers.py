@@ -121,19 +121,22 @@ def decoded(p: str, u: str) -> dict[str, str]:
     return out
 
 
+def _unnested(select: list[str], source: str, arrays: tuple[str, ...]) -> str:
+    """SELECT `select` FROM `source` p with its `arrays` unnested side by side as u (a NULL
+    array gives NULLs): the FROM of both packed layouts."""
+    return (f"SELECT {', '.join(select)} FROM {source} p CROSS JOIN LATERAL "
+            f"unnest({', '.join(f'p.{c}' for c in arrays)}) AS u({', '.join(arrays)})")
+
+
 def packed_select(source: str = PACKED) -> str:
     """SELECT the deltas of the sql/0025 rows of `source` (a table or CTE name, aliased p):
-    every array unnested side by side (a NULL array gives NULLs) and decoded."""
-    arrays = packed_arrays()
+    every array unnested and decoded."""
     dec = decoded("p", "u")
-    return (f"SELECT {', '.join(f'{dec[c]} AS {c}' for c in columns())} FROM {source} p "
-            f"CROSS JOIN LATERAL unnest({', '.join(f'p.{c}' for c in arrays)}) "
-            f"AS u({', '.join(arrays)})")
+    return _unnested([f"{dec[c]} AS {c}" for c in columns()], source, packed_arrays())
 
 
 def select_0021(source: str = PACKED_0021) -> str:
     """SELECT the deltas of sql/0021's hour rows of `source` (aliased p): arrays unnested."""
-    arrays = array_columns()
     out = []
     for c in columns():
         if c in ENTRY_COLUMNS:
@@ -142,8 +145,7 @@ def select_0021(source: str = PACKED_0021) -> str:
             out.append("coalesce(u.flags, 0)::int2 AS flags")
         else:
             out.append(f"u.{c}")
-    return (f"SELECT {', '.join(out)} FROM {source} p CROSS JOIN LATERAL unnest("
-            + ", ".join(f"p.{c}" for c in arrays) + f") AS u({', '.join(arrays)})")
+    return _unnested(out, source, array_columns())
 
 
 @cache
