@@ -19,6 +19,9 @@ class Figure(NamedTuple):
     unit: str
     budget: float | None  # None: compared with the committed figure only
     higher_is_better: bool = False
+    # a maximum over a run (the longest COPY among hundreds): judged by its budget only, as
+    # its tail does not repeat (the pack's: 50, 56, 60, 71, 106 ms in five runs of one hour)
+    budget_only: bool = False
 
 
 FIGURES: dict[str, Figure] = {
@@ -48,7 +51,7 @@ FIGURES: dict[str, Figure] = {
     "pack_90d": Figure("packed tier, 90 days of 10,000 nodes at that density", "GB", None),
     "pack_rate": Figure("`db pack` rate", "deltas/s", None, True),
     "pack_copy_wait": Figure("longest concurrent COPY of an interval while packing", "ms",
-                             1000),
+                             1000, budget_only=True),
     # 50 clients whose requests are three users' in turn (alice, bob, carol: a site's login
     # nodes serve many users): the service's own time under load (issue 25)
     "service_p99": Figure("service time p99, 50 clients of 3 users", "ms", 100),
@@ -77,8 +80,9 @@ FIGURES: dict[str, Figure] = {
                              True),
     "site_copy": Figure("site: COPY of one interval (write_batch), median", "s", 1.0),
     "site_copy_attribute": Figure("site: COPY of one interval during attribution, max", "s",
-                                  1.0),
-    "site_copy_daily": Figure("site: COPY of one interval during `daily`, max", "s", 1.0),
+                                  1.0, budget_only=True),
+    "site_copy_daily": Figure("site: COPY of one interval during `daily`, max", "s", 1.0,
+                              budget_only=True),
     "site_show_stored": Figure("site: `jobio show` server time, stored, median", "ms", 100),
     "site_show_live": Figure("site: `jobio show` server time, not attributed, median",
                              "ms", 100),
@@ -110,7 +114,7 @@ def verdict(name: str, value: float, committed: float | None) -> str:
     why = []
     if f.budget is not None and (value < f.budget if f.higher_is_better else value > f.budget):
         why.append("over budget")
-    if committed:
+    if committed and not f.budget_only:
         worse = committed / value - 1 if f.higher_is_better else value / committed - 1
         if worse > TOLERANCE:
             why.append(f"{100 * worse:.0f} % worse than committed")

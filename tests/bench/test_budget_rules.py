@@ -87,3 +87,8 @@ def test_a_figure_worse_than_committed_within_budget_is_measured_again() -> None
     assert suspects(figures, committed) == {"hook"}
     assert better("hook", 120.0, 101.0) == 101.0  # lower is better
     assert better("parse_ost", 180.0, 210.0) == 210.0  # higher is better
+
+
+def test_a_maximum_over_a_run_is_judged_by_its_budget_only() -> None:
+    assert verdict("pack_copy_wait", 106.0, 50.0) == ""
+    assert verdict("pack_copy_wait", 1200.0, 50.0) == "over budget"
