@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -206,6 +207,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
+        shutil.rmtree(work, ignore_errors=True)  # the simulation and its database: ~85 MB
 
 
 if __name__ == "__main__":

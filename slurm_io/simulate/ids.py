@@ -138,9 +138,16 @@ def plan_ids(
 def _leaked(plan: IdPlan, job: int, node: str, t: float, kind: str) -> bool:
     """Whether the increment at `t` came from a process of `job` that never had its id:
     such a job's own entries and its `:uid:host` entry grow side by side all its life."""
-    if plan.leaky_jobs <= 0 or unit_hash("leaky", job) >= plan.leaky_jobs:
-        return False
-    return unit_hash("leaked", job, node, kind, round(t, 3)) < plan.leaky_part
+    share = leak_share(plan, job)
+    return share > 0 and unit_hash("leaked", job, node, kind, round(t, 3)) < share
+
+
+def leak_share(plan: IdPlan, job: int | None) -> float:
+    """The share of `job`'s increments printed without the job outside the episodes (its
+    processes started outside srun): what an oracle of the leaks knows, never attribution."""
+    if job is None or plan.leaky_jobs <= 0 or unit_hash("leaky", job) >= plan.leaky_jobs:
+        return 0.0
+    return plan.leaky_part
 
 
 def _in_episode(plan: IdPlan, t: float, node: str, kind: str) -> bool:

@@ -29,7 +29,13 @@ import hostlist
 from slurm_io.model import METADATA_OPS, IdClass
 from slurm_io.parse.render import render_read, render_target
 from slurm_io.simulate.cluster import Workload, build_workload
-from slurm_io.simulate.ids import IdPlan, compute_node_id, login_node_id, plan_ids
+from slurm_io.simulate.ids import (
+    IdPlan,
+    compute_node_id,
+    leak_share,
+    login_node_id,
+    plan_ids,
+)
 from slurm_io.simulate.lustre import METRICS, FileSystem, Ledger, Server, plan_servers
 from slurm_io.simulate.people import SYSTEM_USERS, Job
 from slurm_io.simulate.phases import Burst, Phase, bursts
@@ -132,6 +138,20 @@ def _oracle(rows: list[str], seen_by_id: dict[int, list[float]], phase: int, b: 
             acc[0] += nbytes
         else:
             acc[1] += sum(c for _, c in b.ops)
+
+
+def _oracle_model(phases: list[Phase], plan: IdPlan, fs: FileSystem) -> list[str]:
+    """What the accuracy breakdown's model oracle knows: every job phase's span, rates and
+    OSTs, each job's share of increments printed without the job outside the episodes
+    (ids.leak_share), and the node-wide episodes (the OSTs of their nodes blind)."""
+    rows = [json.dumps({"model_phase": i, "node": p.node, "job": p.job, "uid": p.uid,
+                        "t0": p.t0, "t1": p.t1, "read_rate": p.read_rate,
+                        "write_rate": p.write_rate, "leak": leak_share(plan, p.job),
+                        "osts": [fs.target("OST", o).name for o in p.osts]})
+            for i, p in enumerate(phases) if p.job is not None and not p.login]
+    rows += [json.dumps({"episode": [e.t0, e.t1], "nodes": sorted(e.nodes)})
+             for e in plan.episodes]
+    return rows
 
 
 def _metrics(values: list[int] | None) -> dict[str, int]:
@@ -365,6 +385,7 @@ def simulate(
     if oracle_rows is not None:
         oracle_rows += [json.dumps({"phase": i, "ost_bytes": v[0], "mdt_ops": v[1]})
                         for i, v in sorted(seen_by_id.items())]
+        oracle_rows += _oracle_model(phases, plan, fs)
         size += _write(out_dir / "oracle.jsonl", "\n".join(oracle_rows) + "\n")
     size += _write(out_dir / "truth.json", json.dumps(truth, indent=1, sort_keys=True) + "\n")
     size += _write(out_dir / "manifest.json",

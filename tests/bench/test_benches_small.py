@@ -223,6 +223,12 @@ def test_accuracy_small(pg_dsn: str) -> None:
     assert len(re.findall(r"distance to the ceiling without the start-up splits .*: -?\d+\.\d+ "
                           r"points", out)) == 3
     assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
+    # the model oracle (bench/accuracy_model.py): its split and the better of it and the
+    # rules', knowing the OSTs everywhere and only where shown
+    assert len(re.findall(r"with the model oracle's split .*: over placeable bytes \d+\.\d+ %",
+                          out)) == 3
+    assert len(re.findall(r"with the better of the rules' and that split .*: over placeable "
+                          r"bytes \d+\.\d+ %", out)) == 3
     # --ranges: a row per scenario, every job where the rule guarantees it inside its range
     rows = re.findall(r"^\| (default|dense|leaky) \| 1 \| (\d+) \| [\d.]+ % \| (\d+) / (\d+) \|",
                       out, re.M)
@@ -321,7 +327,7 @@ def test_bench_service_attack_small(show_db: str, site_venv: Path) -> None:
 
 def test_every_bench_has_a_small_form() -> None:
     """Each bench/*.py is run by a test here (by name), or by budget.py --small (named in its
-    test's docstring), or is a module the others import (dumps, accuracy_breakdown;
+    test's docstring), or is a module the others import (dumps, accuracy_breakdown, accuracy_model;
     budget_rules, whose rules tests/bench/test_budget_rules.py holds)."""
     text = Path(__file__).read_text()
     for script in sorted(BENCH.glob("*.py")):

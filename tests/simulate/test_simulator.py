@@ -177,13 +177,23 @@ def test_the_oracle_adds_a_file_and_changes_nothing_else(tmp_path: Path) -> None
     assert b.pop("oracle.jsonl") and a == b
     truth = json.loads(a["truth.json"])["jobs"]
     by_job: dict[int, int] = defaultdict(int)
+    # the model oracle's rows: each job phase's span and rates (bench/accuracy_model.py)
+    phases: dict[tuple[int, str], list[dict]] = defaultdict(list)
     for line in (tmp_path / "b" / "oracle.jsonl").read_text().splitlines():
         row = json.loads(line)
         if isinstance(row, list):
             _t, _target, node, uid, job, rb, wb, _md, _phase = row
             assert node in truth[str(job)]["nodes"] and uid == truth[str(job)]["uid"]
             by_job[job] += rb + wb
+        elif "model_phase" in row:
+            phases[(row["job"], row["node"])].append(row)
     assert by_job
+    for line in (tmp_path / "b" / "oracle.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if isinstance(row, list) and row[5] + row[6] > 0:  # a blind increment of bytes ...
+            t, target, node, _uid, job = row[:5]
+            assert any(p["t0"] - 1 <= t <= p["t1"] + 1 and target in p["osts"]
+                       for p in phases[(job, node)]), row  # ... inside a phase on its OST
     for job, nbytes in by_job.items():
         t = truth[str(job)]
         missing = t["by_class"].get("job_missing", {})
