@@ -327,7 +327,8 @@ def test_bench_service_attack_small(show_db: str, site_venv: Path) -> None:
 
 def test_every_bench_has_a_small_form() -> None:
     """Each bench/*.py is run by a test here (by name), or by budget.py --small (named in its
-    test's docstring), or is a module the others import (dumps, accuracy_breakdown, accuracy_model;
+    test's docstring), or is a module the others import (dumps, accuracy_breakdown,
+    accuracy_model, budget_groups;
     budget_rules, whose rules tests/bench/test_budget_rules.py holds)."""
     text = Path(__file__).read_text()
     for script in sorted(BENCH.glob("*.py")):
