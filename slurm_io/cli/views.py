@@ -54,7 +54,7 @@ def usage(cfg: Config, starttime: str | None, endtime: str | None, as_json: bool
         if attribution:
             split = unattributed.LoadSplit.from_json(result["attribution"])
     else:
-        with connect_db(cfg) as conn:
+        with connect_read(cfg) as conn:
             u = usage_view.usage(conn, start, end)
             if attribution:
                 split = unattributed.split(conn, start, end, now=now)
@@ -207,7 +207,7 @@ def top_cmd(cfg: Config, once: bool, sort: str, by: str, rates: bool, minrate: f
     t_at = None if at is None else parse_time_arg(at, time.time(), "--at")
     options = {"fs": fs, "kind": kind, "user": user, "minrate": minrate}
     step = delay or cfg.interval
-    with connect_db(cfg, upgrade=False) as conn:
+    with connect_read(cfg) as conn:
         # one view (--once, --json, a pipe) needs hosts only by host; the screen regroups
         per_host = by == "host" or not (once or as_json or not sys.stdout.isatty()
                                         or not sys.stdin.isatty())
@@ -367,7 +367,7 @@ def slowdown_cmd(cfg: Config, user: str, name: str | None, by_submit_line: bool,
 
     now = time.time()
     start, end = time_range(starttime, endtime, now, 30 * 86400)
-    with connect_db(cfg, upgrade=False) as conn:
+    with connect_read(cfg) as conn:
         groups = slowdown.analyse(conn, user, start=start, end=end, name=name,
                                   by_submit_line=by_submit_line)
     if not name:
