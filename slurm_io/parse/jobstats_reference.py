@@ -44,6 +44,8 @@ from slurm_io.parse._jobstats_base import (
 from slurm_io.text import clean
 
 _JOBID = re.compile(r"^\s*-\s*job_id:\s*(.*?)\s*$")
+# an id line damaged in its spacing (`- job_id :`): a new entry, broken, not the end of the last
+_DAMAGED_JOBID = re.compile(r"^\s*-\s*job_id\s+:\s*(.*?)\s*$")
 _TIME = re.compile(r"^\s*(\w+_time)\s*:\s*([0-9]+(?:\.[0-9]+)?)(?:\s*secs\.nsecs)?\s*$")
 _COUNTER = re.compile(r"^\s*(\w+)\s*:\s*\{(.*)\}\s*$")
 _FIELD = re.compile(r"^\s*(\w+)\s*:\s*(\S+)\s*$")
@@ -181,9 +183,13 @@ def read_entries(target: str, base: int, text: str) -> EntryBlock:
         if not line.strip() or line.strip() == "job_stats:":
             continue
         m = _JOBID.match(line)
-        if m:
-            close()
-            cur = _Pending(clean_id(m.group(1)), lineno)
+        damaged = None if m else _DAMAGED_JOBID.match(line)
+        if m or damaged:
+            close()  # the entry before it ends here, whole
+            cur = _Pending(clean_id((m or damaged).group(1)), lineno)  # type: ignore[union-attr]
+            if damaged:
+                problem(lineno, line, "malformed job_id line")
+                cur.broken = True
             continue
         if cur is None:
             out.damaged = True

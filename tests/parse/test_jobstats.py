@@ -89,6 +89,22 @@ def test_broken_entry_is_counted_and_does_not_take_neighbours_down():
     assert r.broken_ids["unknown"] == {"4242"}
 
 
+@pytest.mark.parametrize("damage", ["- job_id :", "-  job_id\t:"])
+def test_an_id_line_damaged_in_its_spacing_is_one_broken_entry_and_keeps_the_one_before(
+        damage):
+    # found by bench/fuzz_jobstats.py (seed 20261126): the damaged line was read as an
+    # unparseable line of the entry before it, which was lost with it, uncounted
+    text = samples.V2_16_LCTL
+    second = text.index("- job_id:", text.index("- job_id:") + 1)
+    r = parse(text[:second] + damage + text[second + len("- job_id:"):])
+    good = parse(text)
+    kept = [e.raw_id for t in r.targets.values() for e in t]
+    every = [e.raw_id for t in good.targets.values() for e in t]
+    assert len(kept) == len(every) - 1 and every[0] in kept
+    assert [p.message for p in r.problems] == ["malformed job_id line"]
+    assert r.problems[0].raw_id == every[1]
+
+
 def test_truncated_output_loses_only_the_last_entry():
     text = samples.V2_16_LCTL
     cut = text.index("  write_bytes", text.index("- job_id:\n"))
