@@ -46,6 +46,7 @@ Every function here is pure; attribute.core calls them and records which rule ga
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -69,6 +70,8 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     subtract,
     target_kind,
 )
+from slurm_io.attribute.phase import V as _V
+from slurm_io.attribute.phase import has_rows, phase_rate, region
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
@@ -114,7 +117,13 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
     paced = paced_amounts(d, i, active, evidence, blind)
+    phases = _phases(d, i, active, evidence, blind)
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced)
+    if found is not None and "rate" in _V and phases:
+        w, ex = found
+        if not (_UNMEASURED & ex):
+            found = {j: (max(phases[j] * over[j], v) if "ratemax" in _V else phases[j] * over[j])
+                     if j in phases and j not in ex else v for j, v in w.items()}, ex
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -131,7 +140,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             weights = beyond_rates(amount, weights, excluded, over,
-                                   _edge_rates(d, i, weights, over, evidence, blind),
+                                   _edge_rates(d, i, weights, over, evidence, blind, phases),
                                    _surprise(d, active, evidence, excluded))
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
@@ -141,10 +150,34 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    out = capped(d, i, fractions, over_read, evidence, paced)
+    blocked: frozenset[int] = frozenset()
+    if "guard" in _V and d.node is not None:
+        seen = {c.job for c in active if evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end)}
+        near = float(os.environ.get("EDGE_NEAR", "120")) if "guard2" in _V else 0.0
+        if seen and len(seen) < len(active):
+            blocked = frozenset(c.job for c in active if c.job not in seen and not has_rows(
+                evidence, d.node, c.job, d.ts_start - near, d.ts_end + near))
+    out = capped(d, i, fractions, over_read, evidence, paced,
+                 phases if "cap" in _V else None, blocked)
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     return Split(out, rule)
+
+
+def _phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+            blind: Sequence[Interval]) -> dict[int, float]:
+    if not _V or d.node is None:
+        return {}
+    where = region(d.ts_start, d.ts_end, blind)
+    kind = target_kind(d.target)
+    out = {}
+    for c in active:
+        for t in ((d.target,) if "own" in _V else (None,) if "any" in _V else (d.target, None)):
+            r = phase_rate(evidence, d.node, c.job, kind, i, t, where)
+            if r is not None:
+                out[c.job] = r
+                break
+    return out
 
 
 Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs ruled out
@@ -271,7 +304,9 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
 
 
 def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],
-                evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
+                evidence: Evidence, blind: Sequence[Interval],
+                phases: dict[int, float] | None = None, blocked: frozenset[int] = frozenset()
+           ) -> dict[int, float]:
     """What each candidate's highest rate right at the edges of the blind stretch around the
     delta predicts for it (a job's rate is smooth within a phase: one that was writing when
     the ids went missing, or again when they came back, was writing in between; its rate
@@ -289,6 +324,8 @@ def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int,
         peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
         if peak:
             out[j] = peak * over[j]
+        if "edge" in _V and phases and j in phases:
+            out[j] = max(out.get(j, 0.0), phases[j] * over[j])
     return out
 
 
@@ -326,7 +363,9 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
 
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
-           evidence: Evidence, paced: dict[int, float] | None = None) -> dict[int, float]:
+           evidence: Evidence, paced: dict[int, float] | None = None,
+           phases: dict[int, float] | None = None, blocked: frozenset[int] = frozenset()
+           ) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
     writes, operations for the rest): what it can
@@ -342,11 +381,12 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
         caps[j] = float("inf") if peak is None else CAP_SLACK * max(
-            peak * over[j], (paced or {}).get(j, 0.0)) / amount
+            peak * over[j], (paced or {}).get(j, 0.0),
+            (phases or {}).get(j, 0.0) * over[j]) / amount
     if all(c == float("inf") for c in caps.values()):
         return fractions
     out = dict(fractions)
-    free = set(out)
+    free = set(out) - blocked
     for _ in range(len(out)):
         hit = [j for j in free if out[j] > caps[j] + 1e-12]
         if not hit:
@@ -362,9 +402,10 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
             out[j] += excess * (out[j] / base if base > 0 else 1.0 / len(free))
     rest = sum(fractions.values()) - sum(out.values())
     if rest > 1e-12:
-        peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in out}
+        takers = [j for j in out if j not in blocked] or list(out)
+        peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in takers}
         total = sum(peaks.values())
-        for j in out:
+        for j in takers:
             out[j] += rest * (peaks[j] / total if total > 0
-                              else over[j] / sum(over[k] for k in out))
+                              else over[j] / sum(over[k] for k in takers))
     return out
