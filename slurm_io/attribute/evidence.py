@@ -40,13 +40,23 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    time) or no candidate moved that facet in the window, a rise of the candidates'
    activity on the other target kind during the delta divides it (_surprise), else the
    split falls back to time overlap.
+4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
+   within an hour, or its pace, or its rate in its current phase on the delta's own target
+   when higher (`phases`: its rows there in slivers inside the blind stretch around the
+   delta, else the reads right before and right after the stretch when both show it
+   moving that facet; rows shorter than a peak's 60 s count: a row cut short by the ids
+   going missing is the phase's own rate). What the cap takes off never goes to a
+   candidate rule 0 ruled out that has no row at all by its id on the node within NEAR of
+   the interval while a busy one moved data on the delta's kind (`unseen`): nothing
+   recorded puts it near the delta, and its cap, having no peak, is infinite (issue 21,
+   third round: a busy job held to a sixth of a 71 GiB write it owned, the rest sent to an
+   idle neighbour).
 
 Every function here is pure; attribute.core calls them and records which rule gave what.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -65,13 +75,14 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     merge,
     overlap,
     paced_amounts,
+    phases,
     requests,
     run_of,
+    stretch,
     subtract,
     target_kind,
+    unseen,
 )
-from slurm_io.attribute.phase import V as _V
-from slurm_io.attribute.phase import has_rows, phase_rate, region
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
@@ -82,8 +93,8 @@ SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
            "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped",
-           "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "run_of",
-           "split", "subtract", "target_kind"]
+           "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "phases",
+           "run_of", "split", "stretch", "subtract", "target_kind", "unseen"]
 
 class Split(NamedTuple):
     fractions: dict[int, float]  # job -> part of the facet it gets (their sum <= 1)
@@ -117,13 +128,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
     paced = paced_amounts(d, i, active, evidence, blind)
-    phases = _phases(d, i, active, evidence, blind)
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced)
-    if found is not None and "rate" in _V and phases:
-        w, ex = found
-        if not (_UNMEASURED & ex):
-            found = {j: (max(phases[j] * over[j], v) if "ratemax" in _V else phases[j] * over[j])
-                     if j in phases and j not in ex else v for j, v in w.items()}, ex
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -140,7 +145,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             weights = beyond_rates(amount, weights, excluded, over,
-                                   _edge_rates(d, i, weights, over, evidence, blind, phases),
+                                   _edge_rates(d, i, weights, over, evidence, blind),
                                    _surprise(d, active, evidence, excluded))
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
@@ -150,34 +155,11 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    blocked: frozenset[int] = frozenset()
-    if "guard" in _V and d.node is not None:
-        seen = {c.job for c in active if evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end)}
-        near = float(os.environ.get("EDGE_NEAR", "120")) if "guard2" in _V else 0.0
-        if seen and len(seen) < len(active):
-            blocked = frozenset(c.job for c in active if c.job not in seen and not has_rows(
-                evidence, d.node, c.job, d.ts_start - near, d.ts_end + near))
     out = capped(d, i, fractions, over_read, evidence, paced,
-                 phases if "cap" in _V else None, blocked)
+                 phases(d, i, active, evidence, blind), unseen(d, active, evidence))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     return Split(out, rule)
-
-
-def _phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-            blind: Sequence[Interval]) -> dict[int, float]:
-    if not _V or d.node is None:
-        return {}
-    where = region(d.ts_start, d.ts_end, blind)
-    kind = target_kind(d.target)
-    out = {}
-    for c in active:
-        for t in ((d.target,) if "own" in _V else (None,) if "any" in _V else (d.target, None)):
-            r = phase_rate(evidence, d.node, c.job, kind, i, t, where)
-            if r is not None:
-                out[c.job] = r
-                break
-    return out
 
 
 Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs ruled out
@@ -304,9 +286,7 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
 
 
 def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],
-                evidence: Evidence, blind: Sequence[Interval],
-                phases: dict[int, float] | None = None, blocked: frozenset[int] = frozenset()
-           ) -> dict[int, float]:
+                evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
     """What each candidate's highest rate right at the edges of the blind stretch around the
     delta predicts for it (a job's rate is smooth within a phase: one that was writing when
     the ids went missing, or again when they came back, was writing in between; its rate
@@ -324,8 +304,6 @@ def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int,
         peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
         if peak:
             out[j] = peak * over[j]
-        if "edge" in _V and phases and j in phases:
-            out[j] = max(out.get(j, 0.0), phases[j] * over[j])
     return out
 
 
@@ -364,14 +342,15 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
            evidence: Evidence, paced: dict[int, float] | None = None,
-           phases: dict[int, float] | None = None, blocked: frozenset[int] = frozenset()
+           phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset()
            ) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
-    writes, operations for the rest): what it can
-    not have done goes to the candidates that can, in proportion to what they had; where
-    no candidate can, the rest is shared in proportion to their peaks (by time when no
-    candidate showed any)."""
+    writes, operations for the rest), or its pace, or its rate in its current phase on the
+    delta's target (`phases`) when higher: what it can not have done goes to the
+    candidates that can, in proportion to what they had, never to the `unseen` (ruled
+    out by rule 0 with no row near the delta); where no candidate can, the rest is shared
+    in proportion to their peaks (by time when no candidate showed any)."""
     amount = measures(d.counters)[i]
     if amount <= 0 or d.node is None or len(fractions) < 2:
         return fractions
@@ -386,7 +365,7 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     if all(c == float("inf") for c in caps.values()):
         return fractions
     out = dict(fractions)
-    free = set(out) - blocked
+    free = set(out) - unseen
     for _ in range(len(out)):
         hit = [j for j in free if out[j] > caps[j] + 1e-12]
         if not hit:
@@ -402,7 +381,7 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
             out[j] += excess * (out[j] / base if base > 0 else 1.0 / len(free))
     rest = sum(fractions.values()) - sum(out.values())
     if rest > 1e-12:
-        takers = [j for j in out if j not in blocked] or list(out)
+        takers = [j for j in out if j not in unseen] or list(out)
         peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in takers}
         total = sum(peaks.values())
         for j in takers:

@@ -1,0 +1,109 @@
+"""Rule 3's cap, read with what a candidate did at the edges of the blind stretch
+(attribute.evidence.capped with observed.phases and observed.unseen), in tables.
+
+Node n1, uid 1000, jobs 1 and 2 both run 0-10000 s; the blind delta is (4000, 4120] on
+fs-OST0000, 12000 bytes written, and the collectors read every 120 s (test_evidence.py).
+Job 1 printed its id during the delta, on the MDT and writing 10 bytes on fs-OST0001
+(busy for rule 0, in an I/O phase on the OSTs); job 2 did not (rule 0 rules it out), so
+before rule 3 job 1 has the whole delta. Job 1's highest rate by its id
+in a row of at least 60 s is 100 bytes per 120-s read (an earlier, slower phase): held to
+twice that, it keeps 200 / 12000 = 1/60 of the delta unless the rows below say more.
+
+- Phase: job 1's rate on the delta's own target in the read right before and right after
+  the blind stretch (both moving the facet; the lower of the two), or in a sliver inside
+  it, rows shorter than 60 s included, is a rate the cap does not hold it below.
+- Unseen: what the cap takes off never goes to a candidate rule 0 ruled out that has no
+  row at all by its id on the node within 60 s of the delta's read interval, while a busy
+  one moved data by its id on the delta's kind (OSTs) then.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_io.attribute.evidence import EVIDENCE, split, stretch
+from tests.attribute.test_evidence import WRITE, A, B, ev, row
+
+MDT = "fs-MDT0000"
+SLOW = tuple(row(t, t + 120, job=1, wb=100) for t in range(3400, 3880, 120))  # peak 100/read
+BUSY = (row(4000, 4120, job=1, target=MDT, opens=5),  # job 1 printed its id in the interval
+        row(4000, 4120, job=1, target="fs-OST0001", wb=10))
+NEAR_ROW = row(3900, 3990, job=2, target=MDT, opens=1)  # job 2: a row 10 s before it
+DELTA = row(4000, 4120, wb=12000)
+HELD = 200 / 12000  # job 1 held to twice its peak
+
+
+# case: (job 1's rows at the edges, blind stretches of the uid, job 1's share)
+PHASE = {
+    # 100 bytes/s in 30-s rows right before and right after: 12000 in 120 s is its phase
+    "both edges in the phase: the cap rises to it": (
+        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, wb=3000)), [], 1.0),
+    # the lower of the two edges: 50 bytes/s after, so at most 2 x 6000 = all of it still
+    "the lower edge counts": (
+        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, wb=1500)), [], 1.0),
+    "only the read before: no phase, the peak holds it": (
+        (row(3970, 4000, job=1, wb=3000),), [], HELD),
+    # reading, not writing, after the stretch: the write phase may have ended inside it
+    "the edges disagree on the facet: no phase": (
+        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, rb=3000)), [], HELD),
+    "the edges on another target: not this target's phase": (
+        (row(3970, 4000, job=1, target="fs-OST0001", wb=3000),
+         row(4120, 4150, job=1, target="fs-OST0001", wb=3000)), [], HELD),
+    # the node's ids came back for 60 s between two blind stretches: a 40-s row there
+    "a sliver inside the blind stretch shows it": (
+        (row(3950, 3990, job=1, wb=4000),), [(3700, 3940), (4000, 4300)], 1.0),
+}
+
+
+@pytest.mark.parametrize("case", PHASE.values(), ids=PHASE.keys())
+def test_a_candidate_in_a_phase_at_both_edges_is_not_held_to_an_older_peak(case):
+    edges, blind, share1 = case
+    e = ev(*SLOW, *edges, *BUSY, NEAR_ROW)  # job 2 near: the cap's excess may go to it
+    s = split(DELTA, WRITE, [A, B], e, blind, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[1] == pytest.approx(share1)
+    assert s.fractions[2] == pytest.approx(1 - share1)
+
+
+# case: (job 2's rows, job 1's share)
+UNSEEN = {
+    # job 2 never printed: no peak, an infinite cap; before: it got all the cap took off
+    "no row of job 2 at all: the excess stays with the busy": ((), 1.0),
+    # job 2 wrote 100 per read an hour before: it had a peak, but nothing near the delta
+    "rows of job 2 only long before: the same": ((row(1000, 1120, job=2, wb=100),), 1.0),
+    "a row of job 2 90 s before the interval: the same": (
+        (row(3800, 3910, job=2, target=MDT, opens=1),), 1.0),
+    # a row ending 10 s before the interval: its ids were not all lost, it may own it
+    "a row of job 2 10 s before: it takes the excess": ((NEAR_ROW,), HELD),
+    # on the object side, with a peak: the excess up to its cap, the rest by peaks 1:1
+    "job 2 near, with a peak: the cap's usual sharing": (
+        (NEAR_ROW, row(1000, 1120, job=2, wb=100)), 0.5),
+}
+
+
+@pytest.mark.parametrize("case", UNSEEN.values(), ids=UNSEEN.keys())
+def test_the_cap_gives_nothing_to_a_ruled_out_candidate_with_no_row_near(case):
+    rows2, share1 = case
+    s = split(DELTA, WRITE, [A, B], ev(*SLOW, *BUSY, *rows2), [], now=20000)
+    assert s.fractions[1] == pytest.approx(share1)
+    assert s.fractions[2] == pytest.approx(1 - share1)
+
+
+@pytest.mark.parametrize("busy", [(), BUSY[:1]], ids=["nobody busy", "busy on the MDT only"])
+def test_without_a_busy_candidate_on_the_delta_kind_no_one_is_kept_from_the_excess(busy):
+    # neither printed in the interval (rule 0 does not apply), or job 1 only opened files
+    # (a job silent for its whole phase is as likely the owner): job 2, with no peak,
+    # takes what the cap holds job 1 from, as before
+    s = split(DELTA, WRITE, [A, B], ev(*SLOW, *busy), [], now=20000)
+    assert s.fractions[1] == pytest.approx(HELD)
+    assert s.fractions[2] == pytest.approx(1 - HELD)
+
+
+@pytest.mark.parametrize("blind, interval, expected", [
+    ([], (4000, 4120), (4000, 4120)),
+    ([(3000, 4050)], (4000, 4120), (3000, 4120)),
+    ([(3000, 3900), (4000, 4120), (4200, 5000)], (4000, 4120), (3000, 5000)),  # slivers
+    ([(3000, 3800), (4000, 4120)], (4000, 4120), (4000, 4120)),  # 200 s apart: not a sliver
+])
+def test_the_blind_stretch_around_a_delta_chains_through_slivers(blind, interval, expected):
+    assert stretch(*interval, blind) == expected
