@@ -42,10 +42,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    split falls back to time overlap.
 4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
    within an hour, or its pace, or its rate in its current phase on the delta's own target
-   when higher (`phases`: its rows there in slivers inside the blind stretch around the
-   delta, else the reads right before and right after the stretch when both show it
-   moving that facet; rows shorter than a peak's 60 s count: a row cut short by the ids
-   going missing is the phase's own rate). What the cap takes off never goes to a
+   when higher (`phases`: its rows there in the visible slivers inside the blind stretch
+   around the delta; rows shorter than a peak's 60 s count: a row cut short by the ids
+   going missing again is the phase's own rate). What the cap takes off never goes to a
    candidate rule 0 ruled out that has no row at all by its id on the node within NEAR of
    the interval while a busy one moved data on the delta's kind (`unseen`): nothing
    recorded puts it near the delta, and its cap, having no peak, is infinite (issue 21,

@@ -4,8 +4,8 @@ The building blocks of the evidence rule (attribute.evidence): a delta's effecti
 interval arithmetic (overlap, union, difference), the facets a delta is weighed by, and the
 index of each job's directly identified rows per node, sorted by time, with the questions
 the rule asks of it (was the job seen then, its amount in a window, its peak rate, its bytes
-per metadata operation, its rate across a blind stretch from the reads at its edges, any row
-near an interval), the two readings of a blind delta's own interval (`beside`,
+per metadata operation, its rate in the slivers of a blind stretch, any row near an
+interval), the two readings of a blind delta's own interval (`beside`,
 `paced_amounts`), and what rule 3 reads besides the peaks (`phases`, `unseen`). Pure.
 """
 
@@ -227,38 +227,28 @@ class Evidence:
 
     def phase(self, node: str, job: int, target: str, i: int, stretch: Interval
               ) -> float | None:
-        """The job's rate of facet `i` by its own id on `target` of `node` across a blind
-        `stretch` (see stretch()): the highest of its rows in slivers inside it, else, when
-        the read right before it and the one right after it both show the facet moving, the
-        lower of the two; None where neither says the job was in that phase. Rows of any
-        length count (a row cut short by the ids going missing is the phase's own rate)."""
+        """The job's rate of facet `i` by its own id on `target` of `node` in its current
+        phase across a blind `stretch` (see stretch()): the highest of its rows in the
+        visible slivers inside it (not the reads at its edges, within NEAR / 2 of them);
+        None where it moved none there. Rows of any length count:
+        a row cut short by the ids going missing again is the phase's own rate, where a
+        peak over rows of 60 s or more shows an earlier, slower phase. (The reads right
+        before and right after the stretch, when both moving, were measured too: they never
+        changed a split, the peaks already holding those rates.)"""
         rows = self._rows.get((node, job))
         if not rows:
             return None
         h0, h1 = stretch
-        lo, hi = h0 - 2 * MIN_OBSERVED, h1 + 2 * MIN_OBSERVED
-        before: list[Row] = []
-        after: list[Row] = []
-        inside = 0.0
-        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
-            if r.t0 > hi:
+        best = 0.0
+        for r in rows[bisect_left(self._starts[(node, job)], h0 - self._span):]:
+            if r.t0 >= h1:
                 break
-            if r.target != target or r.t1 <= r.t0:
-                continue
-            if lo <= r.t1 <= h0 + NEAR / 2:
-                before.append(r)
-            elif h1 - NEAR / 2 <= r.t0 <= hi:
-                after.append(r)
-            elif overlap(r.t0, r.t1, h0, h1) > 0.5 * (r.t1 - r.t0):
-                inside = max(inside, r.m[i] / (r.t1 - r.t0))
-        if inside > 0:
-            return inside
-        if not before or not after:
-            return None
-        last = max(before, key=lambda r: r.t1)  # the read right before the stretch
-        first = min(after, key=lambda r: r.t0)  # and right after it
-        rate = min(last.m[i] / (last.t1 - last.t0), first.m[i] / (first.t1 - first.t0))
-        return rate if rate > 0 else None
+            if r.target != target or r.t1 <= r.t0 or r.t1 <= h0 + NEAR / 2 or (
+                    r.t0 >= h1 - NEAR / 2):
+                continue  # the read at an edge of the stretch (servers read apart)
+            if overlap(r.t0, r.t1, h0, h1) > 0.5 * (r.t1 - r.t0):
+                best = max(best, r.m[i] / (r.t1 - r.t0))
+        return best if best > 0 else None
 
     def pace(self, node: str, job: int, i: int, windows: Sequence[Interval]) -> float:
         """Facet `i` bytes the job moved on the OSTs of `node` per metadata operation it made
@@ -341,8 +331,8 @@ def paced_amounts(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Ev
 def phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
            blind: Sequence[Interval]) -> dict[int, float]:
     """Each candidate's rate in its current phase on the delta's own target, where its rows
-    there at the edges of the blind stretch around the delta (or in slivers inside it) say
-    it was in one (Evidence.phase): a rate rule 3 may not hold it below."""
+    there in the slivers inside the blind stretch around the delta show one
+    (Evidence.phase): a rate rule 3 may not hold it below."""
     if d.node is None:
         return {}
     where = stretch(d.ts_start, d.ts_end, blind)

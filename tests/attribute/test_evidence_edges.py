@@ -9,9 +9,9 @@ before rule 3 job 1 has the whole delta. Job 1's highest rate by its id
 in a row of at least 60 s is 100 bytes per 120-s read (an earlier, slower phase): held to
 twice that, it keeps 200 / 12000 = 1/60 of the delta unless the rows below say more.
 
-- Phase: job 1's rate on the delta's own target in the read right before and right after
-  the blind stretch (both moving the facet; the lower of the two), or in a sliver inside
-  it, rows shorter than 60 s included, is a rate the cap does not hold it below.
+- Phase: job 1's rate on the delta's own target in the visible slivers inside the blind
+  stretch around the delta (gaps of at most 120 s between blind stretches), rows shorter
+  than 60 s included, is a rate the cap does not hold it below.
 - Unseen: what the cap takes off never goes to a candidate rule 0 ruled out that has no
   row at all by its id on the node within 60 s of the delta's read interval, while a busy
   one moved data by its id on the delta's kind (OSTs) then.
@@ -33,30 +33,34 @@ DELTA = row(4000, 4120, wb=12000)
 HELD = 200 / 12000  # job 1 held to twice its peak
 
 
-# case: (job 1's rows at the edges, blind stretches of the uid, job 1's share)
+# case: (job 1's rows near the delta, blind stretches of the uid, job 1's share). The node's
+# ids came back for 60 s (3940-4000) between two blind stretches: a sliver.
+SLIVER = [(3700, 3940), (4000, 4300)]
 PHASE = {
-    # 100 bytes/s in 30-s rows right before and right after: 12000 in 120 s is its phase
-    "both edges in the phase: the cap rises to it": (
-        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, wb=3000)), [], 1.0),
-    # the lower of the two edges: 50 bytes/s after, so at most 2 x 6000 = all of it still
-    "the lower edge counts": (
-        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, wb=1500)), [], 1.0),
-    "only the read before: no phase, the peak holds it": (
-        (row(3970, 4000, job=1, wb=3000),), [], HELD),
-    # reading, not writing, after the stretch: the write phase may have ended inside it
-    "the edges disagree on the facet: no phase": (
-        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, rb=3000)), [], HELD),
-    "the edges on another target: not this target's phase": (
-        (row(3970, 4000, job=1, target="fs-OST0001", wb=3000),
-         row(4120, 4150, job=1, target="fs-OST0001", wb=3000)), [], HELD),
-    # the node's ids came back for 60 s between two blind stretches: a 40-s row there
-    "a sliver inside the blind stretch shows it": (
-        (row(3950, 3990, job=1, wb=4000),), [(3700, 3940), (4000, 4300)], 1.0),
+    # 100 bytes/s in a 40-s row there: 12000 in 120 s is that phase, the cap rises to it
+    "a row in a sliver inside the blind stretch": (
+        (row(3950, 3990, job=1, wb=4000),), SLIVER, 1.0),
+    "a 20-s row there: its rate all the same": ((row(3960, 3980, job=1, wb=2000),), SLIVER, 1.0),
+    # 1 byte/s: twice that over the 120 s is 240, more than the peak's 200
+    "a slow phase in the sliver lifts the cap only to it": (
+        (row(3950, 3990, job=1, wb=40),), SLIVER, 240 / 12000),
+    "the sliver shows the other facet: no phase": (
+        (row(3950, 3990, job=1, rb=4000),), SLIVER, HELD),
+    "the sliver on another target: not this target's phase": (
+        (row(3950, 3990, job=1, target="fs-OST0001", wb=4000),), SLIVER, HELD),
+    # 200 s between the stretches is no sliver: the row is another time, not this stretch
+    "a gap longer than a collector period": (
+        (row(3850, 3890, job=1, wb=4000),), [(3700, 3800), (4000, 4300)], HELD),
+    # a 45-s row ending 25 s into the stretch is the read at its edge, not a sliver
+    "the read at the edge of the stretch": ((row(3680, 3725, job=1, wb=4500),), SLIVER, HELD),
+    # short rows right before and after the blind delta, outside it: not counted
+    "rows at the edges of the stretch": (
+        (row(3970, 4000, job=1, wb=3000), row(4120, 4150, job=1, wb=3000)), [], HELD),
 }
 
 
 @pytest.mark.parametrize("case", PHASE.values(), ids=PHASE.keys())
-def test_a_candidate_in_a_phase_at_both_edges_is_not_held_to_an_older_peak(case):
+def test_a_candidate_in_a_phase_in_a_sliver_is_not_held_to_an_older_peak(case):
     edges, blind, share1 = case
     e = ev(*SLOW, *edges, *BUSY, NEAR_ROW)  # job 2 near: the cap's excess may go to it
     s = split(DELTA, WRITE, [A, B], e, blind, now=20000)
