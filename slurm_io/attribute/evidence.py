@@ -144,7 +144,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             weights = beyond_rates(amount, weights, excluded, over,
-                                   _edge_rates(d, i, weights, over, evidence, blind, active),
+                                   _edge_rates(d, i, weights, over, evidence, blind),
                                    _surprise(d, active, evidence, excluded))
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
@@ -285,8 +285,7 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
 
 
 def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],
-                evidence: Evidence, blind: Sequence[Interval], active: Sequence[JobWindow]
-                ) -> dict[int, float]:
+                evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
     """What each candidate's highest rate right at the edges of the blind stretch around the
     delta predicts for it (a job's rate is smooth within a phase: one that was writing when
     the ids went missing, or again when they came back, was writing in between; its rate
@@ -299,13 +298,11 @@ def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int,
             a, b = h0, h1
             break
     kind = target_kind(d.target)
-    current = phases(d, i, active, evidence, blind)  # its rate in the stretch's slivers
     out = {}
     for j in expected:
         peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
-        rate = max(peak or 0.0, current.get(j, 0.0))
-        if rate:
-            out[j] = rate * over[j]
+        if peak:
+            out[j] = peak * over[j]
     return out
 
 
