@@ -33,6 +33,11 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    - beside: what a candidate moved by its own id on the delta's own target in the
      delta's read interval (ids lost mid-interval, the outage's long interval, processes
      that never had the id) is at least its expected part.
+   - continuing: a candidate whose own id moved the facet on the delta's own target in the
+     read right after the delta, in a visible sliver of the blind stretch around it, is
+     expected at least its rate in that row (any length) over the delta: a phase still
+     going when the ids came back was going during it, where the ±10 min rate dilutes
+     it with the blind time it cannot see (a task's start-up read begun while blind).
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
@@ -68,6 +73,7 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     Interval,
     Row,
     beside,
+    continuing,
     effective,
     facet,
     measures,
@@ -91,7 +97,7 @@ if TYPE_CHECKING:
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
-           "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped",
+           "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped", "continuing",
            "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "phases",
            "run_of", "split", "stretch", "subtract", "target_kind", "unseen"]
 
@@ -179,6 +185,10 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
                                                          blind, paced), over)
     rates = _rates(d, i, active, runs, over, evidence, blind)
+    going = continuing(d, i, active, evidence, blind)
+    if rates is not None and going:  # at least the rate of a phase still going after it
+        rates = {c.job: max(rates[0].get(c.job, 0.0), going.get(c.job, 0.0) * over[c.job])
+                 for c in active}, frozenset()
     printed = beside(d, i, active, runs, over, evidence)
     if sum(printed.values()) > 0:
         found = rates[0] if rates is not None else {}

@@ -340,6 +340,22 @@ def phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
     return {j: r for j, r in rates.items() if r is not None}
 
 
+def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+               blind: Sequence[Interval]) -> dict[int, float]:
+    """The candidates' rates in their current phase (`phases`) whose own id moved facet `i`
+    on the delta's own target in the read right after the delta (within SLIVER of its
+    end): a phase still going when the ids came back was going during the delta. Rule 1
+    expects at least that rate of them. (Only after: a phase shown right before the delta
+    may have ended in it, and a task's start-up read, the commonest phase to begin inside
+    a blind stretch, shows only after it; reading both edges cost dense seed 3 0.07.)"""
+    if i > 1 or d.node is None:
+        return {}
+    after = [(d.ts_end, d.ts_end + SLIVER)]
+    kind = target_kind(d.target)
+    return {j: r for j, r in phases(d, i, active, evidence, blind).items()
+            if evidence.amount(d.node, j, after, d.target, kind, i) > 0}
+
+
 def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence) -> frozenset[int]:
     """The candidates rule 0 rules out (others did I/O by their id in the interval, they
     did none) that have no row at all by their id on the node, of either kind, within NEAR

@@ -1,5 +1,6 @@
-"""Rule 3's cap, read with what a candidate did at the edges of the blind stretch
-(attribute.evidence.capped with observed.phases and observed.unseen), in tables.
+"""What a candidate did in the slivers of the blind stretch around a delta, and rule 3's
+cap (attribute.evidence with observed.phases, observed.continuing and observed.unseen),
+in tables.
 
 Node n1, uid 1000, jobs 1 and 2 both run 0-10000 s; the blind delta is (4000, 4120] on
 fs-OST0000, 12000 bytes written, and the collectors read every 120 s (test_evidence.py).
@@ -12,6 +13,8 @@ twice that, it keeps 200 / 12000 = 1/60 of the delta unless the rows below say m
 - Phase: job 1's rate on the delta's own target in the visible slivers inside the blind
   stretch around the delta (gaps of at most 120 s between blind stretches), rows shorter
   than 60 s included, is a rate the cap does not hold it below.
+- Continuing (rule 1, last table): a phase shown in the read right after the delta, in
+  a sliver, is at least the candidate's expected rate over the delta.
 - Unseen: what the cap takes off never goes to a candidate rule 0 ruled out that has no
   row at all by its id on the node within 60 s of the delta's read interval, while a busy
   one moved data by its id on the delta's kind (OSTs) then.
@@ -22,7 +25,7 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split, stretch
-from tests.attribute.test_evidence import WRITE, A, B, ev, row
+from tests.attribute.test_evidence import WRITE, A, B, direct_around, ev, row
 
 MDT = "fs-MDT0000"
 SLOW = tuple(row(t, t + 120, job=1, wb=100) for t in range(3400, 3880, 120))  # peak 100/read
@@ -111,3 +114,36 @@ def test_without_a_busy_candidate_on_the_delta_kind_no_one_is_kept_from_the_exce
 ])
 def test_the_blind_stretch_around_a_delta_chains_through_slivers(blind, interval, expected):
     assert stretch(*interval, blind) == expected
+
+
+# Rule 1 with a phase still going after the delta. Job 1 wrote 100 per 120-s read on
+# fs-OST0000 all along (rate 100 / 120 s: 100 over the delta), and 12000 in a read long
+# before (a peak high enough that rule 3 does not bite); job 2 printed on fs-OST0000 only
+# in one 50-s row of 5000 bytes (100 bytes/s) in a 60-s sliver between blind stretches.
+# Around the delta its rate is that row over the ±10 min observed, 5000 / 980 s or
+# 5000 / 1060 s; in its phase, 100 bytes/s x 120 s = 12000.
+AFTER_BLIND = [(4000, 4120), (4180, 4400)]  # the sliver 4120-4180 right after the delta
+BEFORE_BLIND = [(3800, 3940), (4000, 4120)]  # the sliver 3940-4000 right before it
+STEADY = (*direct_around(1, 3400, 4720, per_read=100), row(1000, 1120, job=1, wb=12000))
+# case: (job 2's row, blind stretches, job 1's share)
+GOING = {
+    # the row right after the delta: job 2 expected 12000, job 1 100
+    "a phase shown in the read right after the delta": (
+        row(4125, 4175, job=2, wb=5000), AFTER_BLIND, 100 / (100 + 12000)),
+    # right before: the phase may have ended inside the delta; its rate around it only
+    "a phase shown only right before the delta: the rate around": (
+        row(3945, 3995, job=2, wb=5000), BEFORE_BLIND, 100 / (100 + 5000 * 120 / 1060)),
+    # after the delta but on another target: not this target's phase. Job 2 has no rate
+    # on fs-OST0000, so rule 2 gives it the burst beyond twice job 1's expected 100
+    "on another target after the delta: rule 2 as before": (
+        row(4125, 4175, job=2, target="fs-OST0001", wb=5000), AFTER_BLIND, 200 / 12100),
+}
+
+
+@pytest.mark.parametrize("case", GOING.values(), ids=GOING.keys())
+def test_a_phase_still_going_right_after_the_delta_is_its_expected_rate(case):
+    row2, blind, share1 = case
+    s = split(row(4000, 4120, wb=12100), WRITE, [A, B], ev(*STEADY, row2), blind, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[1] == pytest.approx(share1)
+    assert s.fractions[2] == pytest.approx(1 - share1)
