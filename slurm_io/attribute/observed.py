@@ -365,10 +365,15 @@ def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence) -> froz
     A row, even without data or just outside the interval, shows a job whose ids were not
     all lost: it stays a possible owner. Where the busy showed only metadata operations,
     a job silent for its whole phase (computing, then writing while blind) is as likely
-    the owner (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB)."""
+    the owner (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB). Nor in
+    a read interval longer than WINDOWS[0] (the 22-minute outage of every server): a job
+    that computed all that time and wrote in a burst prints no row either (default seed
+    6: one 92 GiB write)."""
     if d.node is None:
         return frozenset()
     a, b = d.ts_start, d.ts_end
+    if b - a > WINDOWS[0]:
+        return frozenset()  # an outage's interval: silent that long says nothing of a job
     seen = {c.job for c in active if evidence.seen(d.node, c.job, None, a, b)}
     if not seen or len(seen) == len(active):
         return frozenset()

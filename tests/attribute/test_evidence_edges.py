@@ -147,3 +147,15 @@ def test_a_phase_still_going_right_after_the_delta_is_its_expected_rate(case):
     assert s.rule == EVIDENCE
     assert s.fractions[1] == pytest.approx(share1)
     assert s.fractions[2] == pytest.approx(1 - share1)
+
+
+def test_a_silent_candidate_in_an_outage_interval_may_take_the_excess():
+    # the 22-minute interval of an outage (every row that long): job 2 printed nothing in
+    # it, but a job computing 22 minutes and then writing prints nothing either; the cap's
+    # excess goes to it as before (job 1 held to twice its peak over the interval)
+    long_busy = (row(4000, 5320, job=1, target=MDT, opens=5),
+                 row(4000, 5320, job=1, target="fs-OST0001", wb=10))
+    s = split(row(4000, 5320, wb=120000), WRITE, [A, B], ev(*SLOW, *long_busy), [],
+              now=20000)
+    assert s.fractions[1] == pytest.approx(2 * 100 / 120 * 1320 / 120000)
+    assert s.fractions[2] == pytest.approx(1 - 2 * 100 / 120 * 1320 / 120000)
