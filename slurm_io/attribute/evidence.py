@@ -33,6 +33,11 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    - beside: what a candidate moved by its own id on the delta's own target in the
      delta's read interval (ids lost mid-interval, the outage's long interval, processes
      that never had the id) is at least its expected part.
+   - continuing: a candidate whose own id moved the facet on the delta's own target in the
+     read right after the delta, in a visible sliver of the blind stretch around it, is
+     expected at least its rate in that row (any length) over the delta: a phase still
+     going when the ids came back was going during it, where the ±10 min rate dilutes
+     it with the blind time it cannot see (a task's start-up read begun while blind).
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
@@ -40,6 +45,16 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    time) or no candidate moved that facet in the window, a rise of the candidates'
    activity on the other target kind during the delta divides it (_surprise), else the
    split falls back to time overlap.
+4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
+   within an hour, or its pace, or its rate in its current phase on the delta's own target
+   when higher (`phases`: its rows there in the visible slivers inside the blind stretch
+   around the delta; rows shorter than a peak's 60 s count: a row cut short by the ids
+   going missing again is the phase's own rate). What the cap takes off never goes to a
+   candidate rule 0 ruled out that has no row at all by its id on the node within NEAR of
+   the interval while a busy one moved data on the delta's kind (`unseen`): nothing
+   recorded puts it near the delta, and its cap, having no peak, is infinite (issue 21,
+   third round: a busy job held to a sixth of a 71 GiB write it owned, the rest sent to an
+   idle neighbour).
 
 Every function here is pure; attribute.core calls them and records which rule gave what.
 """
@@ -58,16 +73,20 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     Interval,
     Row,
     beside,
+    continuing,
     effective,
     facet,
     measures,
     merge,
     overlap,
     paced_amounts,
+    phases,
     requests,
     run_of,
+    stretch,
     subtract,
     target_kind,
+    unseen,
 )
 from slurm_io.attribute.sizes import by_size
 
@@ -78,9 +97,9 @@ if TYPE_CHECKING:
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
-           "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped",
-           "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "run_of",
-           "split", "subtract", "target_kind"]
+           "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped", "continuing",
+           "effective", "facet", "measures", "merge", "overlap", "paced_amounts", "phases",
+           "run_of", "split", "stretch", "subtract", "target_kind", "unseen"]
 
 class Split(NamedTuple):
     fractions: dict[int, float]  # job -> part of the facet it gets (their sum <= 1)
@@ -141,7 +160,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    out = capped(d, i, fractions, over_read, evidence, paced)
+    out = capped(d, i, fractions, over_read, evidence, paced,
+                 phases(d, i, active, evidence, blind), unseen(d, active, evidence))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     return Split(out, rule)
@@ -165,6 +185,10 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
                                                          blind, paced), over)
     rates = _rates(d, i, active, runs, over, evidence, blind)
+    going = continuing(d, i, active, evidence, blind)
+    if rates is not None and going:  # at least the rate of a phase still going after it
+        rates = {c.job: max(rates[0].get(c.job, 0.0), going.get(c.job, 0.0) * over[c.job])
+                 for c in active}, frozenset()
     printed = beside(d, i, active, runs, over, evidence)
     if sum(printed.values()) > 0:
         found = rates[0] if rates is not None else {}
@@ -326,13 +350,16 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
 
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
-           evidence: Evidence, paced: dict[int, float] | None = None) -> dict[int, float]:
+           evidence: Evidence, paced: dict[int, float] | None = None,
+           phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset()
+           ) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
-    writes, operations for the rest): what it can
-    not have done goes to the candidates that can, in proportion to what they had; where
-    no candidate can, the rest is shared in proportion to their peaks (by time when no
-    candidate showed any)."""
+    writes, operations for the rest), or its pace, or its rate in its current phase on the
+    delta's target (`phases`) when higher: what it can not have done goes to the
+    candidates that can, in proportion to what they had, never to the `unseen` (ruled
+    out by rule 0 with no row near the delta); where no candidate can, the rest is shared
+    in proportion to their peaks (by time when no candidate showed any)."""
     amount = measures(d.counters)[i]
     if amount <= 0 or d.node is None or len(fractions) < 2:
         return fractions
@@ -342,11 +369,12 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
         caps[j] = float("inf") if peak is None else CAP_SLACK * max(
-            peak * over[j], (paced or {}).get(j, 0.0)) / amount
+            peak * over[j], (paced or {}).get(j, 0.0),
+            (phases or {}).get(j, 0.0) * over[j]) / amount
     if all(c == float("inf") for c in caps.values()):
         return fractions
     out = dict(fractions)
-    free = set(out)
+    free = set(out) - unseen
     for _ in range(len(out)):
         hit = [j for j in free if out[j] > caps[j] + 1e-12]
         if not hit:
@@ -362,9 +390,10 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
             out[j] += excess * (out[j] / base if base > 0 else 1.0 / len(free))
     rest = sum(fractions.values()) - sum(out.values())
     if rest > 1e-12:
-        peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in out}
+        takers = [j for j in out if j not in unseen] or list(out)
+        peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in takers}
         total = sum(peaks.values())
-        for j in out:
+        for j in takers:
             out[j] += rest * (peaks[j] / total if total > 0
-                              else over[j] / sum(over[k] for k in out))
+                              else over[j] / sum(over[k] for k in takers))
     return out

@@ -4,8 +4,9 @@ The building blocks of the evidence rule (attribute.evidence): a delta's effecti
 interval arithmetic (overlap, union, difference), the facets a delta is weighed by, and the
 index of each job's directly identified rows per node, sorted by time, with the questions
 the rule asks of it (was the job seen then, its amount in a window, its peak rate, its bytes
-per metadata operation), and the two readings of a blind delta's own interval (`beside`,
-`paced_amounts`). Pure.
+per metadata operation, its rate in the slivers of a blind stretch, any row near an
+interval), the two readings of a blind delta's own interval (`beside`,
+`paced_amounts`), and what rule 3 reads besides the peaks (`phases`, `unseen`). Pure.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ FACETS = ("read", "write", "ops")
 WINDOWS = (600.0, 1800.0, 3600.0)  # seconds around the delta in which evidence is looked for
 MIN_OBSERVED = 240.0  # two collector periods: less is not a rate
 CAP_SLACK = 2.0  # a job is given at most twice the highest rate it showed by its own id
+NEAR = 60.0  # half a collector period: rows of the reads next to an interval, servers apart
+SLIVER = 120.0  # a collector period: a visible gap this short between blind stretches
 
 Interval = tuple[float, float]
 
@@ -114,6 +117,25 @@ def subtract(lo: float, hi: float, holes: Sequence[Interval]) -> list[Interval]:
     return out
 
 
+def stretch(a: float, b: float, blind: Sequence[Interval]) -> Interval:
+    """The blind stretch around the interval (a, b): the stretches of `blind` (sorted,
+    disjoint) that meet it, chained through visible slivers no longer than SLIVER (a node
+    whose ids came back for one read and went again is still in the same episode)."""
+    lo, hi = a, b
+    for h0, h1 in blind:
+        if h1 >= a and h0 <= b:
+            lo, hi = min(lo, h0), max(hi, h1)
+    changed = True
+    while changed:
+        changed = False
+        for h0, h1 in blind:
+            if h1 < lo and lo - h1 <= SLIVER:
+                lo, changed = h0, True
+            if h0 > hi and h0 - hi <= SLIVER:
+                hi, changed = h1, True
+    return lo, hi
+
+
 class Row(NamedTuple):
     """A delta named by a job, reduced to what evidence needs."""
 
@@ -189,6 +211,44 @@ class Evidence:
                 return
             if r.kind == kind and lo <= r.t1 <= hi:
                 yield r
+
+    def near(self, node: str, job: int, lo: float, hi: float) -> bool:
+        """Whether the job has any row by its own id on `node`, of either kind and with or
+        without data, meeting (lo, hi)."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return False
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 >= hi:
+                return False
+            if r.t1 > lo:
+                return True
+        return False
+
+    def phase(self, node: str, job: int, target: str, i: int, stretch: Interval
+              ) -> float | None:
+        """The job's rate of facet `i` by its own id on `target` of `node` in its current
+        phase across a blind `stretch` (see stretch()): the highest of its rows in the
+        visible slivers inside it (not the reads at its edges, within NEAR / 2 of them);
+        None where it moved none there. Rows of any length count:
+        a row cut short by the ids going missing again is the phase's own rate, where a
+        peak over rows of 60 s or more shows an earlier, slower phase. (The reads right
+        before and right after the stretch, when both moving, were measured too: they never
+        changed a split, the peaks already holding those rates.)"""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return None
+        h0, h1 = stretch
+        best = 0.0
+        for r in rows[bisect_left(self._starts[(node, job)], h0 - self._span):]:
+            if r.t0 >= h1:
+                break
+            if r.target != target or r.t1 <= r.t0 or r.t1 <= h0 + NEAR / 2 or (
+                    r.t0 >= h1 - NEAR / 2):
+                continue  # the read at an edge of the stretch (servers read apart)
+            if overlap(r.t0, r.t1, h0, h1) > 0.5 * (r.t1 - r.t0):
+                best = max(best, r.m[i] / (r.t1 - r.t0))
+        return best if best > 0 else None
 
     def pace(self, node: str, job: int, i: int, windows: Sequence[Interval]) -> float:
         """Facet `i` bytes the job moved on the OSTs of `node` per metadata operation it made
@@ -266,3 +326,58 @@ def paced_amounts(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Ev
         if ratio > 0:
             out[c.job] = ops * ratio
     return out
+
+
+def phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+           blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's rate in its current phase on the delta's own target, where its rows
+    there in the slivers inside the blind stretch around the delta show one
+    (Evidence.phase): a rate rule 3 may not hold it below."""
+    if d.node is None:
+        return {}
+    where = stretch(d.ts_start, d.ts_end, blind)
+    rates = {c.job: evidence.phase(d.node, c.job, d.target, i, where) for c in active}
+    return {j: r for j, r in rates.items() if r is not None}
+
+
+def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+               blind: Sequence[Interval]) -> dict[int, float]:
+    """The candidates' rates in their current phase (`phases`) whose own id moved facet `i`
+    on the delta's own target in the read right after the delta (within SLIVER of its
+    end): a phase still going when the ids came back was going during the delta. Rule 1
+    expects at least that rate of them. (Only after: a phase shown right before the delta
+    may have ended in it, and a task's start-up read, the commonest phase to begin inside
+    a blind stretch, shows only after it; reading both edges cost dense seed 3 0.07.)"""
+    if i > 1 or d.node is None:
+        return {}
+    after = [(d.ts_end, d.ts_end + SLIVER)]
+    kind = target_kind(d.target)
+    return {j: r for j, r in phases(d, i, active, evidence, blind).items()
+            if evidence.amount(d.node, j, after, d.target, kind, i) > 0}
+
+
+def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence) -> frozenset[int]:
+    """The candidates rule 0 rules out (others did I/O by their id in the interval, they
+    did none) that have no row at all by their id on the node, of either kind, within NEAR
+    of the read interval, where a busy candidate moved data by its id on the delta's own
+    kind then: a job in an I/O phase on those targets next to one that nothing recorded
+    puts near the delta, so rule 3 must not give the silent one what it takes off the busy.
+    A row, even without data or just outside the interval, shows a job whose ids were not
+    all lost: it stays a possible owner. Where the busy showed only metadata operations,
+    a job silent for its whole phase (computing, then writing while blind) is as likely
+    the owner (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB). Nor in
+    a read interval longer than WINDOWS[0] (the 22-minute outage of every server): a job
+    that computed all that time and wrote in a burst prints no row either (default seed
+    6: one 92 GiB write)."""
+    if d.node is None:
+        return frozenset()
+    a, b = d.ts_start, d.ts_end
+    if b - a > WINDOWS[0]:
+        return frozenset()  # an outage's interval: silent that long says nothing of a job
+    seen = {c.job for c in active if evidence.seen(d.node, c.job, None, a, b)}
+    if not seen or len(seen) == len(active):
+        return frozenset()
+    if not any(evidence.seen(d.node, j, target_kind(d.target), a, b) for j in seen):
+        return frozenset()  # the busy only opened files: the bytes may be a silent job's
+    return frozenset(c.job for c in active if c.job not in seen
+                     and not evidence.near(d.node, c.job, a - NEAR, b + NEAR))

@@ -124,11 +124,14 @@ def test_rows_are_aligned_by_time_not_by_read():
 @pytest.mark.parametrize(("blind_from", "blind_last", "own_last", "rate1", "share1"), [
     # some processes of job 2 lost their id (ranks started outside srun) while the others
     # kept it: job 2's own entry was updated at 4060, inside the blind entry's span
-    # (4010-4110); job 1 100 per read, job 2 300 around: a quarter to job 1
-    (4010.0, 4110.0, 4060.0, 100, 0.25),
+    # (4010-4110); job 1 100 per read, job 2 300 around. Job 2's own 300 bytes in the 60 s
+    # to that update, and its row right after the delta, show its phase going on at 5
+    # bytes/s: it is expected 600 (rule 1's continuing, issue 21), job 1 100
+    (4010.0, 4110.0, 4060.0, 100, 1 / 7),
     # a node-wide stretch of missing ids ended at 4070 (the blind entry's last update) and
-    # job 2 printed its id again after it (4110): equal rates, half each
-    (3000.0, 4070.0, 4110.0, 300, 0.5),
+    # job 2 printed its id again after it (4110): equal rates around, but its 300 bytes in
+    # the 110 s to 4110 (and the row after the delta) put job 2 at 300 x 120 / 110
+    (3000.0, 4070.0, 4110.0, 300, 300 / (300 + 300 * 120 / 110)),
 ])
 def test_a_job_printing_its_id_during_the_blind_interval_may_still_own_it(
         blind_from, blind_last, own_last, rate1, share1):
