@@ -47,14 +47,10 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    split falls back to time overlap.
 4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
    within an hour, or its pace, or its rate in its current phase on the delta's own target
-   when higher (`phases`: its rows there in the visible slivers inside the blind stretch
-   around the delta; rows shorter than a peak's 60 s count: a row cut short by the ids
-   going missing again is the phase's own rate). What the cap takes off never goes to a
-   candidate rule 0 ruled out that has no row at all by its id on the node within NEAR of
-   the interval while a busy one moved data on the delta's kind (`unseen`): nothing
-   recorded puts it near the delta, and its cap, having no peak, is infinite (issue 21,
-   third round: a busy job held to a sixth of a 71 GiB write it owned, the rest sent to an
-   idle neighbour).
+   when higher (`phases`: its rows in the visible slivers of the blind stretch, any length).
+   What that takes off never goes to a candidate rule 0 ruled out with no row by its id
+   near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
+   having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
 
 Every function here is pure; attribute.core calls them and records which rule gave what.
 """
@@ -133,7 +129,11 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
     paced = paced_amounts(d, i, active, evidence, blind)
-    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced)
+    # read once for rules 0, 1 and 3: who did I/O by id then; rates in current phases
+    seen = frozenset(c.job for c in active if d.node is not None
+                     and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
+    current = phases(d, i, active, evidence, blind)
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -160,8 +160,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    out = capped(d, i, fractions, over_read, evidence, paced,
-                 phases(d, i, active, evidence, blind), unseen(d, active, evidence))
+    out = capped(d, i, fractions, over_read, evidence, paced, current,
+                 unseen(d, active, evidence, seen))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     return Split(out, rule)
@@ -172,20 +172,21 @@ Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs rule
 
 def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
-                      blind: Sequence[Interval], paced: dict[int, float]) -> Weights | None:
+                      blind: Sequence[Interval], paced: dict[int, float],
+                      seen: frozenset[int], current: dict[int, float]) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
-    candidates rule 0 rules out; None where there is no evidence."""
+    candidates rule 0 rules out (not in `seen`, who did I/O by their id in the read
+    interval); None where there is no evidence. `current`: observed.phases."""
     if d.node is None:
         return None
-    a, b = d.ts_start, d.ts_end  # rows are read intervals: align with the read
-    busy = [c for c in active if evidence.seen(d.node, c.job, None, a, b)]
+    busy = [c for c in active if c.job in seen]
     if busy and len(busy) < len(active):
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
-                                                         blind, paced), over)
+                                                         blind, paced, seen, current), over)
     rates = _rates(d, i, active, runs, over, evidence, blind)
-    going = continuing(d, i, active, evidence, blind)
+    going = continuing(d, i, active, evidence, current)
     if rates is not None and going:  # at least the rate of a phase still going after it
         rates = {c.job: max(rates[0].get(c.job, 0.0), going.get(c.job, 0.0) * over[c.job])
                  for c in active}, frozenset()

@@ -341,10 +341,10 @@ def phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
 
 
 def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-               blind: Sequence[Interval]) -> dict[int, float]:
-    """The candidates' rates in their current phase (`phases`) whose own id moved facet `i`
-    on the delta's own target in the read right after the delta (within SLIVER of its
-    end): a phase still going when the ids came back was going during the delta. Rule 1
+               current: dict[int, float]) -> dict[int, float]:
+    """The candidates' rates in their current phase (`current`, from `phases`) whose own id
+    moved facet `i` on the delta's own target in the read right after the delta (within
+    SLIVER of its end): a phase still going when the ids came back was going during it. Rule 1
     expects at least that rate of them. (Only after: a phase shown right before the delta
     may have ended in it, and a task's start-up read, the commonest phase to begin inside
     a blind stretch, shows only after it; reading both edges cost dense seed 3 0.07.)"""
@@ -352,29 +352,30 @@ def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evide
         return {}
     after = [(d.ts_end, d.ts_end + SLIVER)]
     kind = target_kind(d.target)
-    return {j: r for j, r in phases(d, i, active, evidence, blind).items()
-            if evidence.amount(d.node, j, after, d.target, kind, i) > 0}
+    return {c.job: current[c.job] for c in active if c.job in current
+            and evidence.amount(d.node, c.job, after, d.target, kind, i) > 0}
 
 
-def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence) -> frozenset[int]:
-    """The candidates rule 0 rules out (others did I/O by their id in the interval, they
+def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
+           seen: frozenset[int]) -> frozenset[int]:
+    """The candidates rule 0 rules out (others, `seen`, did I/O by their id in the interval; they
     did none) that have no row at all by their id on the node, of either kind, within NEAR
     of the read interval, where a busy candidate moved data by its id on the delta's own
-    kind then: a job in an I/O phase on those targets next to one that nothing recorded
-    puts near the delta, so rule 3 must not give the silent one what it takes off the busy.
-    A row, even without data or just outside the interval, shows a job whose ids were not
-    all lost: it stays a possible owner. Where the busy showed only metadata operations,
-    a job silent for its whole phase (computing, then writing while blind) is as likely
-    the owner (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB). Nor in
-    a read interval longer than WINDOWS[0] (the 22-minute outage of every server): a job
-    that computed all that time and wrote in a burst prints no row either (default seed
-    6: one 92 GiB write)."""
+    kind then: a job in an I/O phase on those targets next to one that nothing recorded puts
+    near the delta, so rule 3 must not give the silent one what it takes off the busy. A
+    row, even without data or just outside the interval, shows a job whose ids were not all
+    lost: it stays a possible owner. Where the busy showed only metadata operations, a job
+    silent for its whole phase (computing, then writing while blind) is as likely the owner
+    (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB). Nor in a read
+    interval longer than WINDOWS[0] (the 22-minute outage of every server): a job that
+    computed all that time and wrote in a burst prints no row either (default seed 6: one 92
+    GiB write)."""
     if d.node is None:
         return frozenset()
     a, b = d.ts_start, d.ts_end
     if b - a > WINDOWS[0]:
         return frozenset()  # an outage's interval: silent that long says nothing of a job
-    seen = {c.job for c in active if evidence.seen(d.node, c.job, None, a, b)}
+    seen = seen & {c.job for c in active}
     if not seen or len(seen) == len(active):
         return frozenset()
     if not any(evidence.seen(d.node, j, target_kind(d.target), a, b) for j in seen):
