@@ -166,16 +166,7 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     for name, fix in (("perfect where the owner's phase showed its id", fix_shown),
                       ("the same but the start-up splits", but_startup),
                       ("perfect everywhere", fix_all)):
-        errs = []
-        abs_err = 0.0
-        for r in rows:
-            t = r["direct_truth"] + r["recovered_truth"]
-            e = abs(r["attributed"] + fix.get(int(r["job"]), 0.0) - t)
-            abs_err += e
-            if t > 0:
-                errs.append(e / t)
-        errs.sort()
-        ceilings[name] = (1 - abs_err / max(1, attributable), errs[int(len(errs) * 0.9)])
+        ceilings[name] = _headline(rows, fix, attributable)
     # the accuracy over what the data can place: those deltas taken out of truth and figures
     placeable = _placeable(rows, blind_true, blind_given, {}, attributable)
     # the same with the start-up splits above perfect: how far the rules are elsewhere
@@ -184,7 +175,7 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     without_startup = _placeable(rows, _plus(blind_true, startup_true),
                                  _plus(blind_given, startup_given), {}, attributable)
     models = {name: (_placeable(rows, blind_true, blind_given, fix, attributable),
-                     _headline(rows, fix, attributable))
+                     _headline(rows, fix, attributable)[0])
               for name, fix in (("the model oracle's", fix_model),
                                 ("per delta the better of the rules' and the model's",
                                  fix_better),
@@ -219,11 +210,18 @@ def _model_fix(model: dict[int, float] | None, rules: dict[int, float],
 
 
 def _headline(rows: list[dict[str, Any]], fix: dict[int, float], attributable: float
-              ) -> float:
-    """Byte accuracy of all jobs with `fix` (job -> bytes to add) applied."""
-    err = sum(abs(r["attributed"] + fix.get(int(r["job"]), 0.0) - r["direct_truth"]
-                  - r["recovered_truth"]) for r in rows)
-    return 1 - err / max(1.0, attributable)
+              ) -> tuple[float, float]:
+    """Byte accuracy of all jobs, and their p90 error, with `fix` (job -> bytes to add)
+    applied: a ceiling's, or the model oracle's."""
+    errs, abs_err = [], 0.0
+    for r in rows:
+        t = r["direct_truth"] + r["recovered_truth"]
+        e = abs(r["attributed"] + fix.get(int(r["job"]), 0.0) - t)
+        abs_err += e
+        if t > 0:
+            errs.append(e / t)
+    errs.sort()
+    return 1 - abs_err / max(1, attributable), errs[int(len(errs) * 0.9)]
 
 
 def _plus(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
