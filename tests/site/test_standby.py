@@ -252,19 +252,22 @@ def test_daily_on_the_standby_stores_lassi_hours_on_the_primary(standby: Standby
 
 
 def test_top_usage_and_slowdown_read_the_standby_alone(standby: Standby) -> None:
-    # the admin's reading commands give the primary's answers with the primary gone
+    # these reading commands give the primary's answers with the primary gone, as root
+    # and as alice (an unprivileged OS user with her own database role)
     standby.pair.wait_replayed()
     start, end = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S")
                   for t in (START, START + 3 * 3600))
     commands = ((("top", "--once", "--json"), "alice"), (("top", "--once", "-g", "user"), "alice"),
                 (("usage", "-S", start, "-E", end, "--json"), "by_class"),
                 (("slowdown", "-u", "alice", "-S", start, "-E", end, "--json"), "elapsed"))
-    on_primary = standby.config("views-primary", read=False)
-    on_standby = standby.config("views-standby", dead_primary=True)
-    for argv, shown in commands:
-        want = ok(jobio(None, *argv, config=on_primary))
-        assert shown in want, (argv, want)
-        assert ok(jobio(None, *argv, config=on_standby)) == want, argv
+    for user in (None, "alice"):  # an admin, and a user with a role of her own
+        su = user is None
+        on_primary = standby.config(f"views-primary-{user}", read=False, superuser=su)
+        on_standby = standby.config(f"views-standby-{user}", dead_primary=True, superuser=su)
+        for argv, shown in commands:
+            want = ok(jobio(user, *argv, config=on_primary))
+            assert shown in want, (user, argv, want)
+            assert ok(jobio(user, *argv, config=on_standby)) == want, (user, argv)
 
 
 def test_the_service_reads_the_standby_and_writes_mail_choices_to_the_primary(
