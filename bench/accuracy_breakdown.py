@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.accuracy_model import load_model, model_split
+from bench.accuracy_model import TRUTH, Known, from_the_data, load_model, model_split
 
 Key = tuple[str, str, int]  # node, target, uid
 
@@ -89,14 +89,21 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     blind_true: dict[int, float] = defaultdict(float)
     blind_given: dict[int, float] = defaultdict(float)
     model = load_model(sim / "oracle.jsonl")
-    # job -> what the model oracle's split (or the better of it and the rules', per delta)
-    # would change in its figure, over placeable deltas
-    fix_model: dict[int, float] = defaultdict(float)
-    fix_better: dict[int, float] = defaultdict(float)
-    # the same knowing a phase's OSTs only where it printed bytes by its id on one
-    fix_shown_osts: dict[int, float] = defaultdict(float)
-    fix_shown_better: dict[int, float] = defaultdict(float)
+    # name -> (what the model oracle knows, job -> what its split changes in the job's
+    # figure over placeable deltas, the same taking per delta the better of it and the rules')
     on_osts = frozenset(p for p, (ost, _) in seen.items() if ost > 0)
+    variants: dict[str, tuple[Known, dict[int, float], dict[int, float]]] = {
+        name: (known, defaultdict(float), defaultdict(float)) for name, known in (
+            ("the model oracle's", TRUTH),
+            ("the model oracle's, OSTs known only where shown", Known(osts=on_osts)),
+            ("the model oracle's, rates only as printed",
+             from_the_data(model)._replace(osts=None, spans=None)),
+            ("the model oracle's, rates and OSTs only as printed",
+             from_the_data(model, spans=False)),
+            ("the data's model (rates, OSTs and spans only as printed)",
+             from_the_data(model)),
+            ("the data's model, every job's leak share the mean",
+             from_the_data(model, leak=False)))}
     once = {}
     for key, s in splits.items():  # one split per delta and facet (the batch's first)
         once.setdefault(key[:6], s)
@@ -116,10 +123,9 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
         ost, mdt = seen.get(main, (0.0, 0.0))
         startup = placeable and ost == 0 and mdt > 0 and b - began.get(owner, 0) <= STARTUP
         if placeable:
-            _model_fix(model_split(model, node, target, uid, a, b, i, s.fractions), s.fractions,
-                       tru, total, fix_model, fix_better)
-            _model_fix(model_split(model, node, target, uid, a, b, i, s.fractions, on_osts),
-                       s.fractions, tru, total, fix_shown_osts, fix_shown_better)
+            for known, fix, better in variants.values():
+                _model_fix(model_split(model, node, target, uid, a, b, i, s.fractions, known),
+                           s.fractions, tru, total, fix, better)
         for j in set(tru) | set(s.fractions):
             delta = tru.get(j, 0.0) - s.fractions.get(j, 0.0) * total
             e = abs(delta)
@@ -174,15 +180,14 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     # and with those start-up splits taken out too (counted unplaceable, like the blind)
     without_startup = _placeable(rows, _plus(blind_true, startup_true),
                                  _plus(blind_given, startup_given), {}, attributable)
-    models = {name: (_placeable(rows, blind_true, blind_given, fix, attributable),
-                     _headline(rows, fix, attributable)[0])
-              for name, fix in (("the model oracle's", fix_model),
-                                ("per delta the better of the rules' and the model's",
-                                 fix_better),
-                                ("the model oracle's, OSTs known only where shown,",
-                                 fix_shown_osts),
-                                ("the better of the rules' and that",
-                                 fix_shown_better))}
+    models = {}
+    for name, (_, fix, better) in variants.items():
+        models[name] = (_placeable(rows, blind_true, blind_given, fix, attributable),
+                        _headline(rows, fix, attributable)[0])
+        if name in ("the model oracle's", "the model oracle's, OSTs known only where shown"):
+            models[f"per delta the better of the rules' and {name}"] = (
+                _placeable(rows, blind_true, blind_given, better, attributable),
+                _headline(rows, better, attributable)[0])
     return {"attributable": attributable, "ceilings": ceilings, "placeable": placeable,
             "models": models,
             "placeable_startup_perfect": startup_perfect,
@@ -266,11 +271,12 @@ def report(b: dict[str, Any]) -> None:
     print(f"  the same with those start-up splits taken out as well ({100 * out:.2f} % of the "
           f"truth out in all): byte accuracy {100 * acc:.2f} %, per-job median / p90 "
           f"{100 * med:.2f} / {100 * p90:.2f} %")
+    print("  model oracles (bench/accuracy_model.py), each splitting the placeable deltas by "
+          "every candidate's expected blind bytes from its phases, as known to it (never each "
+          "increment's draw):")
     for name, ((acc, med, p90, _), head) in b["models"].items():
-        print(f"  with {name} split on placeable deltas (knowing every job's phases: span, "
-              f"rates, OSTs, blind time; not each increment's draw): over placeable bytes "
-              f"{100 * acc:.2f} %, per-job median / p90 {100 * med:.2f} / {100 * p90:.2f} %; "
-              f"headline {100 * head:.2f} %")
+        print(f"    with {name} split: over placeable bytes {100 * acc:.2f} %, per-job median / "
+              f"p90 {100 * med:.2f} / {100 * p90:.2f} %; headline {100 * head:.2f} %")
     for name, (acc, p90) in b["ceilings"].items():
         print(f"  ceiling, splits {name}: byte accuracy {100 * acc:.2f} %, p90 {100 * p90:.2f} %")
     print("  ambiguous splits vs oracle: cause, bytes (GiB, % of truth), misplaced "

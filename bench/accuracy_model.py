@@ -8,6 +8,13 @@ any data can tell (each job's phases on the node: span, read and write rates, OS
 OSTs were blind: the node-wide episodes, and its share of leaked increments) and splits each
 blind delta by each candidate's expected blind bytes there, then counts what that split gets
 wrong. A target above what it reaches asks a rule to guess the dice. Bench only.
+
+Restricted forms (`Known`) replace parts of that knowledge by what the collectors' rows show
+of each phase: its OSTs only where it printed bytes by its id on them, its rates as the
+bytes it printed by its id tell them, its span as the first and last time it printed
+anything by its id. With all three it is an estimate from the data (generous still: it
+knows how a job's activity splits into phases, their modes, the episodes and leak shares);
+a target above what that reaches is above what a split by the phases the data shows can do.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, NamedTuple
+
+MIB = 1 << 20
+EDGE = 20.0  # seconds around a printed span: half the simulator's 40 s between increments
 
 
 class ModelPhase(NamedTuple):
@@ -27,12 +37,34 @@ class ModelPhase(NamedTuple):
     index: int  # the phase's index in the oracle's rows
 
 
+class Printed(NamedTuple):
+    """What one phase printed under ids naming its job: what the data shows of it."""
+
+    ost_bytes: float
+    mdt_ops: float
+    first: float  # time of the first and last increment printed by its id, any kind
+    last: float
+
+
 class Model(NamedTuple):
     # (node, uid) -> job -> its phases on that node
     phases: dict[tuple[str, int], dict[int, list[ModelPhase]]]
     # node -> the episodes' spans that include it (every OST increment blind)
     episodes: dict[str, list[tuple[float, float]]]
     n_osts: int
+    printed: dict[int, Printed]  # phase -> what it printed by its id (absent: nothing)
+
+
+class Known(NamedTuple):
+    """What a restricted oracle knows in place of the truth; None: the truth."""
+
+    osts: frozenset[int] | None = None  # phases whose OSTs it knows; others use any OST
+    rates: dict[int, tuple[float, float]] | None = None  # phase -> read, write bytes/s
+    spans: dict[int, tuple[float, float]] | None = None  # phase -> span; absent: none
+    leak: float | None = None  # every job's share of leaked increments
+
+
+TRUTH = Known()  # the unrestricted oracle
 
 
 def load_model(path: Path) -> Model:
@@ -40,6 +72,7 @@ def load_model(path: Path) -> Model:
     phases: dict[tuple[str, int], dict[int, list[ModelPhase]]] = defaultdict(
         lambda: defaultdict(list))
     episodes: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    printed: dict[int, Printed] = {}
     for line in path.read_text().splitlines():
         if not line.startswith("{"):
             continue
@@ -51,9 +84,12 @@ def load_model(path: Path) -> Model:
         elif "episode" in row:
             for node in row["nodes"]:
                 episodes[node].append(tuple(row["episode"]))
+        elif "phase" in row:
+            printed[row["phase"]] = Printed(row["ost_bytes"], row["mdt_ops"],
+                                            row.get("first", 0.0), row.get("last", 0.0))
     n_osts = len({o for by_job in phases.values() for ps in by_job.values() for p in ps
                   for o in p.osts})
-    return Model(phases, episodes, n_osts)
+    return Model(phases, episodes, n_osts, printed)
 
 
 def blind_seconds(a: float, b: float, spans: list[tuple[float, float]]) -> float:
@@ -69,37 +105,99 @@ def blind_seconds(a: float, b: float, spans: list[tuple[float, float]]) -> float
 
 
 def expected(model: Model, node: str, target: str, uid: int, a: float, b: float,
-             facet: int, shown: frozenset[int] | None = None) -> dict[int, float]:
+             facet: int, known: Known = TRUTH) -> dict[int, float]:
     """Each job's expected blind bytes of `facet` on `target` in (a, b]: per phase, its rate
     on that OST (the rate spread over its OSTs) times the seconds it ran there blind (inside
-    an episode every increment; outside, its leaked share). With `shown` (the phases that
-    printed bytes by their id on some OST), a phase not in it is taken to use any OST: the
-    data never said which."""
+    an episode every increment; outside, its leaked share). `known` restricts what it knows:
+    a phase whose OSTs it does not know is taken to use any OST (the data never said which),
+    and rates, spans and the leak share are taken from it where it gives them."""
     out: dict[int, float] = {}
     spans = model.episodes.get(node, [])
     for job, phases in model.phases.get((node, uid), {}).items():
         amount = 0.0
         for p in phases:
-            known = shown is None or p.index in shown
-            if (known and target not in p.osts) or p.rates[facet] <= 0:
+            osts_known = known.osts is None or p.index in known.osts
+            rate = (p.rates if known.rates is None else known.rates[p.index])[facet]
+            if (osts_known and target not in p.osts) or rate <= 0:
                 continue
-            spread = len(p.osts) if known else model.n_osts
-            lo, hi = max(a, p.t0), min(b, p.t1)
+            spread = len(p.osts) if osts_known else model.n_osts
+            t0, t1 = ((p.t0, p.t1) if known.spans is None
+                      else known.spans.get(p.index, (0.0, 0.0)))
+            lo, hi = max(a, t0), min(b, t1)
             if hi <= lo:
                 continue
             blind = blind_seconds(lo, hi, spans)
-            amount += p.rates[facet] / spread * (blind + p.leak * (hi - lo - blind))
+            leak = p.leak if known.leak is None else known.leak
+            amount += rate / spread * (blind + leak * (hi - lo - blind))
         if amount > 0:
             out[job] = amount
     return out
 
 
+def from_the_data(model: Model, leak: bool = True, spans: bool = True,
+                  rates: bool = True) -> Known:
+    """What the rows show of each phase (`Model.printed`): its OSTs where it printed bytes
+    by its id, its rates as those bytes tell them (`printed_rates`), its span from the first
+    to the last increment it printed by its id (± EDGE); without `leak`, every job's leak
+    share the scenario's mean (the data does not say which job leaks)."""
+    shown = frozenset(i for i, p in model.printed.items() if p.ost_bytes > 0)
+    return Known(
+        osts=shown,
+        rates=printed_rates(model) if rates else None,
+        spans={i: (p.first - EDGE, p.last + EDGE) for i, p in model.printed.items()}
+        if spans else None,
+        leak=None if leak else mean_leak(model))
+
+
+def printed_rates(model: Model) -> dict[int, tuple[float, float]]:
+    """Each phase's rates as far as the data tells them: the OST bytes it printed by its id
+    over the seconds it printed them (its span outside the node's episodes, less its leaked
+    share), split between reading and writing as its mode does (the rows say which); a
+    phase that printed no bytes by its id gets its mode's mean. The data never shows a
+    phase's own draw of 200-800 MiB/s (times 0.7-1.3 per job and node)."""
+    out: dict[int, tuple[float, float]] = {}
+    for (node, _uid), by_job in model.phases.items():
+        episodes = model.episodes.get(node, [])
+        for phases in by_job.values():
+            for p in phases:
+                seconds = (p.t1 - p.t0 - blind_seconds(p.t0, p.t1, episodes)) * (1 - p.leak)
+                total = p.rates[0] + p.rates[1]
+                got = model.printed.get(p.index)
+                if got is not None and got.ost_bytes > 0 and seconds > 0 and total > 0:
+                    scale = got.ost_bytes / seconds / total
+                    out[p.index] = (p.rates[0] * scale, p.rates[1] * scale)
+                else:
+                    out[p.index] = mode_mean(p.rates)
+    return out
+
+
+def mode_mean(rates: tuple[float, float]) -> tuple[float, float]:
+    """The simulator's mean rates of a phase's mode (slurm_io.simulate.phases): reading or
+    writing 500 MiB/s, a metadata storm 0.2 MiB/s each way, small or light I/O about 9 and
+    8 MiB/s."""
+    read, write = rates
+    if read > 0 and write <= 0:
+        return (500.0 * MIB, 0.0)
+    if write > 0 and read <= 0:
+        return (0.0, 500.0 * MIB)
+    if read == write == 0.2 * MIB:
+        return rates
+    return (9.0 * MIB, 8.0 * MIB) if read > 0 else (0.0, 0.0)
+
+
+def mean_leak(model: Model) -> float:
+    """The scenario's leak share, over every job phase's seconds."""
+    phases = [p for by_job in model.phases.values() for ps in by_job.values() for p in ps]
+    seconds = sum(p.t1 - p.t0 for p in phases)
+    return sum(p.leak * (p.t1 - p.t0) for p in phases) / seconds if seconds > 0 else 0.0
+
+
 def model_split(model: Model, node: str, target: str, uid: int, a: float, b: float,
-                facet: int, candidates: Any, shown: frozenset[int] | None = None
+                facet: int, candidates: Any, known: Known = TRUTH
                 ) -> dict[int, float] | None:
     """The oracle's fractions over the rules' candidates, None where it expects nothing
     blind from any of them (the delta came from a fault outside its model)."""
-    exp = expected(model, node, target, uid, a, b, facet, shown)
+    exp = expected(model, node, target, uid, a, b, facet, known)
     weights = {j: exp.get(j, 0.0) for j in candidates}
     total = sum(weights.values())
     if total <= 0:

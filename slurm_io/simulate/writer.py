@@ -133,11 +133,12 @@ def _oracle(rows: list[str], seen_by_id: dict[int, list[float]], phase: int, b: 
             sum(s * c for s, c in b.reads), sum(s * c for s, c in b.writes),
             sum(c for n, c in b.ops if b.kind == "MDT" and n in METADATA_OPS), phase]))
     elif id_class != IdClass.UNRECOVERABLE:
-        acc = seen_by_id.setdefault(phase, [0.0, 0.0])
+        acc = seen_by_id.setdefault(phase, [0.0, 0.0, t, t])
         if b.kind == "OST":
             acc[0] += nbytes
         else:
             acc[1] += sum(c for _, c in b.ops)
+        acc[2], acc[3] = min(acc[2], t), max(acc[3], t)
 
 
 def _oracle_model(phases: list[Phase], plan: IdPlan, fs: FileSystem) -> list[str]:
@@ -303,7 +304,8 @@ def simulate(
     phases, next_phase, active = workload.phases, 0, []
     oracle_rows: list[str] | None = [] if oracle else None
     phase_index = {id(p): i for i, p in enumerate(phases)}
-    seen_by_id: dict[int, list[float]] = {}  # phase -> [OST bytes, MDT ops] under its job id
+    # phase -> [OST bytes, MDT ops, first and last time] of what it printed under its job id
+    seen_by_id: dict[int, list[float]] = {}
     for k, slot in enumerate(slots):
         w1 = slots[k + 1] if k + 1 < len(slots) else slot
         reads = [(slot + jitter_rng.randrange(0, MAX_JITTER + 1), s) for s in servers]
@@ -383,7 +385,8 @@ def simulate(
     }
     size += _write(out_dir / "sacct.txt", sacct_text(workload.jobs, end))
     if oracle_rows is not None:
-        oracle_rows += [json.dumps({"phase": i, "ost_bytes": v[0], "mdt_ops": v[1]})
+        oracle_rows += [json.dumps({"phase": i, "ost_bytes": v[0], "mdt_ops": v[1],
+                                    "first": v[2], "last": v[3]})
                         for i, v in sorted(seen_by_id.items())]
         oracle_rows += _oracle_model(phases, plan, fs)
         size += _write(out_dir / "oracle.jsonl", "\n".join(oracle_rows) + "\n")

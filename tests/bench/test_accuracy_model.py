@@ -12,7 +12,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.accuracy_model import blind_seconds, expected, load_model, model_split  # noqa: E402
+from bench.accuracy_model import (  # noqa: E402
+    MIB,
+    Known,
+    blind_seconds,
+    expected,
+    from_the_data,
+    load_model,
+    mean_leak,
+    mode_mean,
+    model_split,
+    printed_rates,
+)
 
 OST0, OST1, OST2 = "fs-OST0000", "fs-OST0001", "fs-OST0002"
 
@@ -61,7 +72,7 @@ def test_expected_blind_bytes_follow_rates_osts_episodes_and_leaks(tmp_path: Pat
 def test_a_phase_whose_osts_were_never_shown_is_spread_over_every_ost(tmp_path: Path) -> None:
     model = load_model(_model(tmp_path))
     shown = frozenset({0, 1})  # job 3's phase printed no byte by its id on an OST
-    got = expected(model, "n1", OST0, 7, 100, 150, facet=1, shown=shown)
+    got = expected(model, "n1", OST0, 7, 100, 150, facet=1, known=Known(osts=shown))
     assert got == pytest.approx({1: 50 * 50, 2: 30 * 50, 3: 50 / 3 * 50})
     assert 3 not in expected(model, "n1", OST0, 7, 100, 150, facet=1)
 
@@ -72,3 +83,47 @@ def test_the_split_is_over_the_rules_candidates_and_none_where_nothing_is_expect
     split = model_split(model, "n1", OST0, 7, 100, 150, 1, {1: 0.5, 2: 0.5})
     assert split == pytest.approx({1: 2500 / 4000, 2: 1500 / 4000})
     assert model_split(model, "n1", OST0, 7, 250, 300, 1, {1: 1.0}) is None
+
+
+def test_the_data_knows_a_phase_only_as_it_printed_by_its_id(tmp_path: Path) -> None:
+    path = _model(tmp_path)
+    # phase 0 printed 6000 B on OSTs by its id, from 160 to 180 s; phase 2 only MDT
+    # operations, at 250 s; phase 1 nothing
+    path.write_text(path.read_text().replace(
+        '{"phase": 0, "ost_bytes": 10, "mdt_ops": 1}',
+        '{"phase": 0, "ost_bytes": 6000, "mdt_ops": 1, "first": 160, "last": 180}\n'
+        '{"phase": 2, "ost_bytes": 0, "mdt_ops": 9, "first": 250, "last": 250}'))
+    model = load_model(path)
+    assert model.printed[0].ost_bytes == 6000 and 1 not in model.printed
+    rates = printed_rates(model)
+    # phase 0 ran 200 s, 100 of them in the episode: 6000 B over 100 printed seconds
+    assert rates[0] == pytest.approx((0.0, 60.0))
+    assert rates[1] == rates[2] == (0.0, 500.0 * MIB)  # no bytes by id: the mode's mean
+    known = from_the_data(model)
+    assert known.osts == frozenset({0})
+    assert known.spans == {0: (140.0, 200.0), 2: (230.0, 270.0)}
+    assert known.leak is None
+    assert from_the_data(model, leak=False).leak == pytest.approx(mean_leak(model))
+    # in (100, 200]: job 1's phase as printed (60 B/s over its 2 OSTs) from 140 s, blind
+    # until the episode ends at 150; job 2's phase printed nothing, so it has no span;
+    # job 3's span (230, 270) lies outside
+    assert expected(model, "n1", OST0, 7, 100, 200, 1, known) == pytest.approx({1: 30.0 * 10})
+    # with the truth, all three phases count
+    assert set(expected(model, "n1", OST0, 7, 100, 200, 1)) == {1, 2}
+
+
+def test_the_mean_leak_weighs_each_phase_by_its_seconds(tmp_path: Path) -> None:
+    model = load_model(_model(tmp_path))
+    # 200 s at 0, 200 s at 0.5, 300 s at 0
+    assert mean_leak(model) == pytest.approx(100 / 700)
+
+
+@pytest.mark.parametrize(("rates", "mean"), [
+    ((300.0 * MIB, 0.0), (500.0 * MIB, 0.0)),
+    ((0.0, 700.0 * MIB), (0.0, 500.0 * MIB)),
+    ((0.2 * MIB, 0.2 * MIB), (0.2 * MIB, 0.2 * MIB)),
+    ((5.0 * MIB, 2.0 * MIB), (9.0 * MIB, 8.0 * MIB)),
+    ((0.0, 0.0), (0.0, 0.0)),
+])
+def test_a_phase_that_printed_no_bytes_gets_its_modes_mean_rate(rates, mean) -> None:
+    assert mode_mean(rates) == pytest.approx(mean)
