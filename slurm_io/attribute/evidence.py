@@ -84,6 +84,7 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     target_kind,
     unseen,
 )
+from slurm_io.attribute.phases import expected
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from slurm_io.jobs.info import JobWindow
 
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
+PHASE_MODE = "replace"
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
            "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped", "continuing",
@@ -185,6 +187,22 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         idle = [c for c in active if c not in busy]
         return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
                                                          blind, paced, seen, current), over)
+    phased = expected(d, i, active, runs, evidence, blind) if PHASE_MODE else {}
+    if phased and (PHASE_MODE == "replace" or (PHASE_MODE == "blind" and not any(
+            evidence.seen(d.node, c.job, "OST", d.ts_start, d.ts_end) for c in active))):
+        return phased, frozenset()
+    found = _rule1(d, i, active, runs, over, evidence, blind, paced, current)
+    if phased and PHASE_MODE == "blend":
+        base = found[0] if found is not None else {}
+        return ({c.job: max(base.get(c.job, 0.0), phased.get(c.job, 0.0)) for c in active},
+                found[1] if found is not None else frozenset())
+    return found
+
+
+def _rule1(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
+           over: dict[int, float], evidence: Evidence, blind: Sequence[Interval],
+           paced: dict[int, float], current: dict[int, float]) -> Weights | None:
+    assert d.node is not None
     rates = _rates(d, i, active, runs, over, evidence, blind)
     going = continuing(d, i, active, evidence, current)
     if rates is not None and going:  # at least the rate of a phase still going after it

@@ -225,6 +225,19 @@ class Evidence:
                 return True
         return False
 
+    def between(self, node: str, job: int, lo: float, hi: float) -> list[Row]:
+        """The job's own rows on `node` meeting (lo, hi), with data or without, by start."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return []
+        out = []
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 >= hi:
+                break
+            if r.t1 > lo:
+                out.append(r)
+        return out
+
     def phase(self, node: str, job: int, target: str, i: int, stretch: Interval
               ) -> float | None:
         """The job's rate of facet `i` by its own id on `target` of `node` in its current

@@ -1,0 +1,142 @@
+"""Each candidate's current I/O phase on a node, rebuilt from its own rows (issue 21).
+
+A blind OST delta (`:uid:host`) of a node where several jobs of the uid run holds the I/O of
+whichever of them was in an I/O phase on that OST then. The rates around the delta (rule 1)
+average a phase with the compute next to it and with the blind time they cannot see; a
+split that knew each candidate's phase (its span, its rate, its OSTs) and divided the delta
+by the bytes each phase was expected to move in it places most of the placeable bytes (the
+model oracle of bench/accuracy_model.py: dense 99.0-99.5 % over placeable bytes with each
+phase known only as its own rows show it). This module rebuilds that phase from what
+attribution already holds (the candidates' rows by their own id on the node, and the
+node's blind stretches); attribute.evidence decides where it is used.
+
+A phase is a run of the job's own rows (OST rows with bytes, MDT rows with operations:
+either kind, a job in an I/O phase opens and closes files on the MDT while its OSTs are
+blind) with no gap longer than GAP: a job's compute shows as no row by its id on any kind.
+A gap the node's blind stretches cover (all but GAP of it) is bridged: rows on both sides
+say the job was active, and the ids, not the job, went missing in between; the job's start
+counts as such a side (a task begun inside a blind stretch whose first rows come as the ids
+come back read from its start: the start-up read the rules called unplaceable). Its rate per
+byte facet is what its OST rows in the run moved per second they cover (its OSTs together;
+a row cut short counts at least MIN_ROW seconds: one 40-second increment in a 2-second row
+is not a rate), its OSTs those it moved bytes on in the run (none: the rate is unknown, and
+it is spread over the OSTs its node showed). Its expected part of the delta is
+rate / its OSTs x the overlap of the delta's read interval with the run's span (± EDGE:
+servers read at different moments).
+
+Pure: every function reads its arguments only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from slurm_io.attribute.observed import (
+    WINDOWS,
+    Evidence,
+    Interval,
+    Row,
+    overlap,
+    stretch,
+    target_kind,
+)
+
+if TYPE_CHECKING:
+    from slurm_io.attribute.rows import DeltaRow
+    from slurm_io.jobs.info import JobWindow
+
+GAP = 60.0  # half a collector period: a longer stretch without a row is compute
+EDGE = 20.0  # the span's margin: servers read at different moments
+MIN_ROW = 30.0  # a row cut short by the ids going missing counts at least this long
+
+
+class Phase(NamedTuple):
+    """A run of a job's own rows on a node: its span, rate and OSTs."""
+
+    t0: float
+    t1: float
+    rate: float | None  # bytes/s of the facet on its OSTs together; None: no OST bytes shown
+    osts: frozenset[str]  # the OSTs it moved bytes on
+
+
+def _blind_in(a: float, b: float, blind: Sequence[Interval]) -> float:
+    return sum(overlap(a, b, h0, h1) for h0, h1 in blind)
+
+
+def _covered(rows: Sequence[Row]) -> float:
+    """Seconds the rows cover together, each at least MIN_ROW long (back from its end)."""
+    total, end = 0.0, float("-inf")
+    for t0, t1 in sorted((min(r.t0, r.t1 - MIN_ROW), r.t1) for r in rows):
+        if t1 <= end:
+            continue
+        total += t1 - max(t0, end)
+        end = t1
+    return total
+
+
+def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | None
+         ) -> list[Phase]:
+    """The job's phases from its own `rows` on one node (sorted by start), for byte facet
+    `i`; `blind`: the node's blind stretches (sorted, disjoint); `start`: the job's start
+    on the node, a side that says active (None: before the rows)."""
+    groups: list[list[Row]] = []
+    spans: list[list[float]] = []
+    if start is not None:
+        groups.append([])
+        spans.append([start, start])
+    for r in rows:
+        if not any(r.m):
+            continue
+        if spans:
+            gap = r.t0 - spans[-1][1]
+            if gap <= GAP or gap - _blind_in(spans[-1][1], r.t0, blind) <= GAP:
+                groups[-1].append(r)
+                spans[-1][1] = max(spans[-1][1], r.t1)
+                continue
+        groups.append([r])
+        spans.append([r.t0, r.t1])
+    out = []
+    for group, (t0, t1) in zip(groups, spans, strict=True):
+        if not group:
+            continue
+        ost = [r for r in group if r.kind == "OST" and (r.m[0] or r.m[1])]
+        moving = [r for r in ost if r.m[i]]
+        rate = (sum(r.m[i] for r in moving) / max(_covered(moving), 1.0) if moving
+                else 0.0 if ost else None)
+        out.append(Phase(t0, t1, rate, frozenset(r.target for r in ost)))
+    return out
+
+
+def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
+             evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's expected part of byte facet `i` of OST delta `d` from its phases
+    around it (empty where it is not an OST delta's bytes, or no candidate has a phase
+    meeting the delta's read interval). A phase whose rate is unknown (it showed no OST
+    bytes) is given the mean rate of the candidates' known phases of the delta; where none
+    is known, there is nothing to weigh by (empty)."""
+    if i > 1 or d.node is None or target_kind(d.target) != "OST":
+        return {}
+    a, b = d.ts_start, d.ts_end
+    if b - a > WINDOWS[0]:
+        return {}  # an outage's interval: the rows beside it say more (rule 1's beside)
+    h0, h1 = stretch(a, b, blind)
+    lo, hi = h0 - WINDOWS[0], h1 + WINDOWS[0]
+    found: dict[int, list[tuple[Phase, float]]] = {}
+    for c in active:
+        rows = evidence.between(d.node, c.job, lo, hi)
+        s0, s1 = runs_of[c.job]
+        start = s0 if lo <= s0 <= b else None
+        mine = []
+        for p in runs(rows, i, blind, start):
+            ov = overlap(a, b, max(p.t0 - EDGE, s0), min(p.t1 + EDGE, s1))
+            if ov > 0:
+                mine.append((p, ov))
+        if mine:
+            found[c.job] = mine
+    out = {c.job: 0.0 for c in active}
+    for j, mine in found.items():
+        for p, ov in mine:
+            if p.rate and d.target in p.osts:
+                out[j] += p.rate * ov / len(p.osts)
+    return out if sum(out.values()) > 0 else {}
