@@ -93,6 +93,7 @@ if TYPE_CHECKING:
 
 SINGLE, EVIDENCE, TIME = "single", "evidence", "time"
 PHASE_MODE = "replace"
+CAP_LIFT = True
 
 __all__ = ["CAP_SLACK", "EVIDENCE", "FACETS", "MIN_OBSERVED", "SINGLE", "TIME", "WINDOWS",
            "Evidence", "Interval", "Row", "Split", "beside", "beyond_rates", "capped", "continuing",
@@ -162,7 +163,11 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    out = capped(d, i, fractions, over_read, evidence, paced, current,
+    lift = dict(paced)
+    if CAP_LIFT:
+        for j, v in expected(d, i, active, runs, evidence, blind).items():
+            lift[j] = max(lift.get(j, 0.0), v)
+    out = capped(d, i, fractions, over_read, evidence, lift, current,
                  unseen(d, active, evidence, seen))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too

@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 GAP = 60.0  # half a collector period: a longer stretch without a row is compute
 EDGE = 20.0  # the span's margin: servers read at different moments
 MIN_ROW = 30.0  # a row cut short by the ids going missing counts at least this long
+BLIND_ONLY = False
+UNKNOWN_FALLS = False
+COVER = True
+LOCAL = 240.0  # a phase's rate and OSTs: its rows this near the blind stretch around the delta
 
 
 class Phase(NamedTuple):
@@ -75,11 +79,25 @@ def _covered(rows: Sequence[Row]) -> float:
     return total
 
 
-def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | None
-         ) -> list[Phase]:
+def _visible(rows: Sequence[Row], a: float, b: float) -> float:
+    """Seconds of (a, b] in which the job's ids moved OST data where they were read: its
+    OST rows there end at their entry's last update (the ids went missing after it)."""
+    total, end = 0.0, a
+    for t0, t1 in sorted((max(r.t0, a), min(r.t1, b)) for r in rows
+                         if r.kind == "OST" and (r.m[0] or r.m[1]) and r.t1 > a and r.t0 < b):
+        if t1 > end:
+            total += t1 - max(t0, end)
+            end = t1
+    return total
+
+
+def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | None,
+         near: Interval | None = None) -> list[Phase]:
     """The job's phases from its own `rows` on one node (sorted by start), for byte facet
     `i`; `blind`: the node's blind stretches (sorted, disjoint); `start`: the job's start
-    on the node, a side that says active (None: before the rows)."""
+    on the node, a side that says active (None: before the rows). A run's rate and OSTs
+    come from its rows meeting `near` where it has OST rows there (a long run of small
+    I/O moves from OST to OST: its rows far from the delta show other OSTs)."""
     groups: list[list[Row]] = []
     spans: list[list[float]] = []
     if start is not None:
@@ -101,6 +119,9 @@ def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | 
         if not group:
             continue
         ost = [r for r in group if r.kind == "OST" and (r.m[0] or r.m[1])]
+        if near is not None:
+            local = [r for r in ost if r.t1 > near[0] and r.t0 < near[1]]
+            ost = local or ost
         moving = [r for r in ost if r.m[i]]
         rate = (sum(r.m[i] for r in moving) / max(_covered(moving), 1.0) if moving
                 else 0.0 if ost else None)
@@ -128,12 +149,19 @@ def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int
         s0, s1 = runs_of[c.job]
         start = s0 if lo <= s0 <= b else None
         mine = []
-        for p in runs(rows, i, blind, start):
+        seen = _visible(rows, a, b) if BLIND_ONLY else 0.0
+        for p in runs(rows, i, blind, start, (h0 - LOCAL, h1 + LOCAL)):
             ov = overlap(a, b, max(p.t0 - EDGE, s0), min(p.t1 + EDGE, s1))
+            ov = max(0.0, ov - seen)
             if ov > 0:
                 mine.append((p, ov))
         if mine:
             found[c.job] = mine
+    if UNKNOWN_FALLS and any(p.rate is None for v in found.values() for p, _ in v):
+        return {}  # a phase shown on the MDT only: its rate is unknown, the rules weigh it
+    if COVER and not any(p.rate and d.target in p.osts and ov >= (b - a) / 2
+                         for v in found.values() for p, ov in v):
+        return {}  # only the margins of phases meet the delta: they say little of it
     out = {c.job: 0.0 for c in active}
     for j, mine in found.items():
         for p, ov in mine:
