@@ -50,8 +50,8 @@ GAP = 60.0  # half a collector period: a longer stretch without a row is compute
 EDGE = 20.0  # the span's margin: servers read at different moments
 MIN_ROW = 30.0  # a row cut short by the ids going missing counts at least this long
 BLIND_ONLY = False
-UNKNOWN_FALLS = False
-COVER = True
+UNKNOWN_FALLS = True
+COVER = False
 LOCAL = 240.0  # a phase's rate and OSTs: its rows this near the blind stretch around the delta
 
 
