@@ -5,8 +5,9 @@ interval arithmetic (overlap, union, difference), the facets a delta is weighed 
 index of each job's directly identified rows per node, sorted by time, with the questions
 the rule asks of it (was the job seen then, its amount in a window, its peak rate, its bytes
 per metadata operation, its rate in the slivers of a blind stretch, any row near an
-interval), the two readings of a blind delta's own interval (`beside`,
-`paced_amounts`), and what rule 3 reads besides the peaks (`phases`, `unseen`). Pure.
+interval, its rows in an interval: what attribute.phases rebuilds its phases from), the
+two readings of a blind delta's own interval (`beside`, `paced_amounts`), and what rule 3
+reads besides the peaks (`phases`, `unseen`). Pure.
 """
 
 from __future__ import annotations

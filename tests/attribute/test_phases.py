@@ -48,7 +48,7 @@ EXPECTED = {
     # the MDT was not blind: its operations by job 1's id show the phase going on
     "MDT rows inside the stretch carry the phase": (
         (*around(1, after=(0, 0)), row(3880, 4000, job=1, target=MDT, opens=5),
-         row(4000, 4120, job=1, target=MDT, opens=5)) + around(2, before=(0, 0)),
+         row(4000, 4120, job=1, target=MDT, opens=5), *around(2, before=(0, 0))),
         {1: 12000.0, 2: 0.0}),
     "a phase on another OST moves nothing on this one": (
         around(1, target="fs-OST0001") + around(2), {1: 0.0, 2: 12000.0}),
@@ -59,11 +59,15 @@ EXPECTED = {
         around(1, before=(3860, 3870), after=(0, 0), wb=3000) + around(1, before=(0, 0)),
         {1: 12000.0, 2: 0.0}),
     # the rows far before the stretch wrote on another OST: the phase near it is what counts
-    "the rate and OSTs near the stretch, not an hour before": (
+    # servers read at different moments: a phase's span reaches 20 s past its last row
+    "a phase that ended 10 s before the delta began is given those 10 s": (
+        around(1, before=(3870, 3990), after=(0, 0)) + around(2), {1: 1000.0, 2: 12000.0}),
+    # one run from 3400: 276000 bytes in the 600 s its rows cover, on two OSTs
+    "a run's rate over all its rows, spread over every OST it wrote on": (
         (row(3400, 3520, job=1, target="fs-OST0003", wb=120000),
          row(3520, 3640, job=1, target="fs-OST0003", wb=120000),
          row(3640, 3760, job=1, wb=12000), *around(1)),
-        {1: 12000.0, 2: 0.0}),
+        {1: 27600.0, 2: 0.0}),
 }
 
 
@@ -82,12 +86,9 @@ NOTHING = {
         row(2760, 4120, wb=24000)),
     # job 1 showed only metadata operations by its id then: its rate is unknown
     "a phase shown on the MDT only meets the delta": (
-        (row(3880, 4000, job=1, target=MDT, opens=5), row(4000, 4120, job=1, target=MDT,
-                                                          opens=5)) + around(2),
+        (row(3880, 4000, job=1, target=MDT, opens=5),
+         row(4000, 4120, job=1, target=MDT, opens=5), *around(2)),
         STRETCH, DELTA),
-    # job 1's phase ends 10 s into the delta (its span's 20-s margin): too little to weigh
-    "only the margin of a phase meets the delta": (
-        around(1, before=(3870, 3990), after=(0, 0)), [(3990.0, 4240.0)], DELTA),
     "a delta of the MDT": (around(1), STRETCH, row(4000, 4120, target=MDT, opens=50)),
 }
 
