@@ -22,9 +22,10 @@ a row cut short counts at least MIN_ROW seconds: one 40-second increment in a 2-
 is not a rate), and its OSTs those it moved bytes on in the run. Its expected part of the
 delta is rate / its OSTs x the overlap of the delta's read interval with the run's span
 (± EDGE: servers read at different moments), 0 on an OST it moved no bytes on; at least
-its rate in a phase shown right after the delta (attribute.evidence: continuing). (The
-rate and OSTs from the rows near the stretch only, within 120-360 s of it, cost dense seed
-1's per-job p90 0.1-0.3 points.)
+its rate in a phase shown right after the delta (attribute.evidence: continuing).
+(Measured on bench/accuracy.py's twelve scenario-seeds and not kept: the rate and OSTs
+from the rows near the stretch only, within 120-360 s of it, or a GAP of 60 s, cost dense
+seed 1's per-job p90 0.1-0.3 points; without the continuing floor leaky seed 1 lost 0.008.)
 
 No phase weighs a delta (`expected` is empty, and the rules around it decide) where none
 of the candidates has a phase with a known rate meeting it; where one of them has a phase
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from slurm_io.attribute.rows import DeltaRow
     from slurm_io.jobs.info import JobWindow
 
-GAP = 60.0  # half a collector period: a longer stretch without a row is compute
+GAP = 90.0  # 3/4 of a collector period: a longer stretch without any row is compute
 EDGE = 20.0  # the span's margin: servers read at different moments
 MIN_ROW = 30.0  # a row cut short by the ids going missing counts at least this long
 
