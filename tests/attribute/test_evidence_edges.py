@@ -15,6 +15,9 @@ twice that, it keeps 200 / 12000 = 1/60 of the delta unless the rows below say m
   than 60 s included, is a rate the cap does not hold it below.
 - Continuing (rule 1, last table): a phase shown in the read right after the delta, in
   a sliver, is at least the candidate's expected rate over the delta.
+- Rule 1's phases (attribute.phases, tests/attribute/test_phases.py) weigh a delta where a
+  candidate's phase meets it: a row in a sliver right before the delta gives that phase
+  only its span's 20-s margin there (the continuing table, second case).
 - Unseen: what the cap takes off never goes to a candidate rule 0 ruled out that has no
   row at all by its id on the node within 60 s of the delta's read interval, while a busy
   one moved data by its id on the delta's kind (OSTs) then.
