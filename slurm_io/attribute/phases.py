@@ -71,6 +71,7 @@ class Phase(NamedTuple):
 
 
 def _blind_in(a: float, b: float, blind: Sequence[Interval]) -> float:
+    """Seconds of (a, b) the blind stretches cover: a gap in a job's rows they explain."""
     return sum(overlap(a, b, h0, h1) for h0, h1 in blind)
 
 
@@ -121,10 +122,9 @@ def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | 
 def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
              evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
     """Each candidate's expected part of byte facet `i` of OST delta `d` from its phases
-    around it (empty where it is not an OST delta's bytes, or no candidate has a phase
-    meeting the delta's read interval). A phase whose rate is unknown (it showed no OST
-    bytes) is given the mean rate of the candidates' known phases of the delta; where none
-    is known, there is nothing to weigh by (empty)."""
+    around it (rows within WINDOWS[0] of the blind stretch around the delta); empty where
+    the phases do not weigh the delta (the module's docstring): then the rules around it
+    do. `runs_of`: each candidate's run on the node."""
     if i > 1 or d.node is None or target_kind(d.target) != "OST":
         return {}
     a, b = d.ts_start, d.ts_end
