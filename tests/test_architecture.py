@@ -40,8 +40,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "slurm.fields", "slurm.nodes", "slurm.scontrol", "slurm.sacct_json",
         "jobs.fields", "jobs.hookenv", "jobs.runs", "jobs.sacct", "jobs.spec",
         "jobs.info", "attribute.rows", "attribute.result", "attribute.core", "attribute.evidence",
-        "attribute.observed", "attribute.owners", "attribute.ranges", "attribute.sizes",
-        "lassi.metrics", "lassi.summary", "report.counters", "report.jobreport",
+        "attribute.observed", "attribute.owners", "attribute.phases", "attribute.ranges",
+        "attribute.sizes", "lassi.metrics", "lassi.summary", "report.counters", "report.jobreport",
         "mail.view", "mail.view_model", "mail.advice", "mail.fmt", "alerts.rules",
     )),
     ("stores and adapters", (

@@ -38,6 +38,14 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
      expected at least its rate in that row (any length) over the delta: a phase still
      going when the ids came back was going during it, where the ±10 min rate dilutes
      it with the blind time it cannot see (a task's start-up read begun while blind).
+   Before all of these, the candidates' phases (attribute.phases, issue 21): where one of
+   them has a phase with a known rate meeting a blind OST delta (a run of its own rows,
+   bridged over the blind stretch where its rows on both sides, its MDT rows inside, or
+   its start say it was active; its rate and OSTs from its OST rows near the stretch) and
+   none a phase shown on the MDT only, each is expected rate / its OSTs x the overlap
+   of its phase with the delta (0 on an OST it did not move bytes on), at least its
+   continuing rate; the rates around it take over elsewhere. The rates around a blind
+   stretch average a phase with the compute next to it and with time they cannot see.
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
@@ -46,8 +54,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    activity on the other target kind during the delta divides it (_surprise), else the
    split falls back to time overlap.
 4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
-   within an hour, or its pace, or its rate in its current phase on the delta's own target
-   when higher (`phases`: its rows in the visible slivers of the blind stretch, any length).
+   within an hour, or its pace, or what its phase is expected to move in the delta
+   (attribute.phases), or its rate in its current phase on the delta's own target when
+   higher (`phases`: its rows in the visible slivers of the blind stretch, any length).
    What that takes off never goes to a candidate rule 0 ruled out with no row by its id
    near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
    having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
@@ -84,6 +93,7 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     target_kind,
     unseen,
 )
+from slurm_io.attribute.phases import edge_rates, expected
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
@@ -133,7 +143,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     seen = frozenset(c.job for c in active if d.node is not None
                      and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
     current = phases(d, i, active, evidence, blind)
-    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current)
+    phased = expected(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
+                              phased)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -150,7 +162,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             weights = beyond_rates(amount, weights, excluded, over,
-                                   _edge_rates(d, i, weights, over, evidence, blind),
+                                   edge_rates(d, i, weights, over, evidence, blind),
                                    _surprise(d, active, evidence, excluded))
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
@@ -160,7 +172,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    out = capped(d, i, fractions, over_read, evidence, paced, current,
+    lift = {j: max(paced.get(j, 0.0), phased.get(j, 0.0)) for j in {*paced, *phased}}
+    out = capped(d, i, fractions, over_read, evidence, lift, current,
                  unseen(d, active, evidence, seen))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
@@ -173,18 +186,24 @@ Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs rule
 def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
                       blind: Sequence[Interval], paced: dict[int, float],
-                      seen: frozenset[int], current: dict[int, float]) -> Weights | None:
+                      seen: frozenset[int], current: dict[int, float],
+                      phased: dict[int, float]) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
     candidates rule 0 rules out (not in `seen`, who did I/O by their id in the read
-    interval); None where there is no evidence. `current`: observed.phases."""
+    interval); None where there is no evidence. `current`: observed.phases; `phased`:
+    what the candidates' phases expect of them (attribute.phases.expected)."""
     if d.node is None:
         return None
     busy = [c for c in active if c.job in seen]
     if busy and len(busy) < len(active):
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
-        return _ruled_out(idle, busy, _evidence_weights(d, i, busy, runs, over, evidence,
-                                                         blind, paced, seen, current), over)
+        inner = _evidence_weights(d, i, busy, runs, over, evidence, blind, paced, seen,
+                                  current, expected(d, i, busy, runs, evidence, blind))
+        return _ruled_out(idle, busy, inner, over)
+    if phased:  # the phases the candidates' own rows show say what each moved in it
+        going = continuing(d, i, active, evidence, current)
+        return {j: max(v, going.get(j, 0.0) * over[j]) for j, v in phased.items()}, frozenset()
     rates = _rates(d, i, active, runs, over, evidence, blind)
     going = continuing(d, i, active, evidence, current)
     if rates is not None and going:  # at least the rate of a phase still going after it
@@ -295,28 +314,6 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
     return by_size(amount, count, weights, sizes)
 
 
-def _edge_rates(d: DeltaRow, i: int, expected: dict[int, float], over: dict[int, float],
-                evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
-    """What each candidate's highest rate right at the edges of the blind stretch around the
-    delta predicts for it (a job's rate is smooth within a phase: one that was writing when
-    the ids went missing, or again when they came back, was writing in between; its rate
-    over a wider window dilutes that phase with the compute around it)."""
-    if d.node is None:
-        return {}
-    a, b = d.ts_start, d.ts_end
-    for h0, h1 in blind:
-        if h0 <= a and b <= h1:
-            a, b = h0, h1
-            break
-    kind = target_kind(d.target)
-    out = {}
-    for j in expected:
-        peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
-        if peak:
-            out[j] = peak * over[j]
-    return out
-
-
 def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
                  over: dict[int, float], edge: dict[int, float], surprise: dict[int, float]
                  ) -> dict[int, float]:
@@ -356,8 +353,9 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
            ) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
-    writes, operations for the rest), or its pace, or its rate in its current phase on the
-    delta's target (`phases`) when higher: what it can not have done goes to the
+    writes, operations for the rest), or its amount in `paced` (its pace, or what its
+    phase is expected to move in the delta: attribute.phases), or its rate in its current
+    phase on the delta's target (`phases`) when higher: what it can not have done goes to the
     candidates that can, in proportion to what they had, never to the `unseen` (ruled
     out by rule 0 with no row near the delta); where no candidate can, the rest is shared
     in proportion to their peaks (by time when no candidate showed any)."""

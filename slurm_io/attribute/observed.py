@@ -5,8 +5,9 @@ interval arithmetic (overlap, union, difference), the facets a delta is weighed 
 index of each job's directly identified rows per node, sorted by time, with the questions
 the rule asks of it (was the job seen then, its amount in a window, its peak rate, its bytes
 per metadata operation, its rate in the slivers of a blind stretch, any row near an
-interval), the two readings of a blind delta's own interval (`beside`,
-`paced_amounts`), and what rule 3 reads besides the peaks (`phases`, `unseen`). Pure.
+interval, its rows in an interval: what attribute.phases rebuilds its phases from), the
+two readings of a blind delta's own interval (`beside`, `paced_amounts`), and what rule 3
+reads besides the peaks (`phases`, `unseen`). Pure.
 """
 
 from __future__ import annotations
@@ -224,6 +225,19 @@ class Evidence:
             if r.t1 > lo:
                 return True
         return False
+
+    def between(self, node: str, job: int, lo: float, hi: float) -> list[Row]:
+        """The job's own rows on `node` meeting (lo, hi), with data or without, by start."""
+        rows = self._rows.get((node, job))
+        if not rows:
+            return []
+        out = []
+        for r in rows[bisect_left(self._starts[(node, job)], lo - self._span):]:
+            if r.t0 >= hi:
+                break
+            if r.t1 > lo:
+                out.append(r)
+        return out
 
     def phase(self, node: str, job: int, target: str, i: int, stretch: Interval
               ) -> float | None:

@@ -66,3 +66,21 @@ def test_a_second_batch_revises_only_what_changed(loaded):
         revs = dict(conn.execute("SELECT job, revision FROM job_io").fetchall())
     assert revs.pop(jobs[0].job) == 2
     assert set(revs.values()) == {1}
+
+
+def test_a_job_attributed_alone_without_the_batch_cache_gets_the_same_splits(loaded):
+    # `jobio show` of one job weighs every ambiguous delta itself, from its own fetch: the
+    # evidence its rules read (the candidates' rows, the blind stretches around a delta:
+    # attribute.phases rebuilds each candidate's phase from them) must give the same split
+    with psycopg.connect(loaded) as conn:
+        jobs = pending_jobs(conn, 0)
+        batch.attribute_jobs(conn, jobs, now=NOW)
+        evidence = 0
+        for info in jobs:
+            alone = attribute_job(conn, info.window, now=NOW)
+            stored = stored_job_io(conn, info.job)
+            assert stored is not None
+            assert {f: getattr(stored.io, f) for f in FIELDS} == \
+                {f: getattr(alone, f) for f in FIELDS}, info.job
+            evidence += bool(alone.by_evidence)
+    assert evidence >= 3

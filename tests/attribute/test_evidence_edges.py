@@ -15,6 +15,9 @@ twice that, it keeps 200 / 12000 = 1/60 of the delta unless the rows below say m
   than 60 s included, is a rate the cap does not hold it below.
 - Continuing (rule 1, last table): a phase shown in the read right after the delta, in
   a sliver, is at least the candidate's expected rate over the delta.
+- Rule 1's phases (attribute.phases, tests/attribute/test_phases.py) weigh a delta where a
+  candidate's phase meets it: a row in a sliver right before the delta gives that phase
+  only its span's 20-s margin there (the continuing table, second case).
 - Unseen: what the cap takes off never goes to a candidate rule 0 ruled out that has no
   row at all by its id on the node within 60 s of the delta's read interval, while a busy
   one moved data by its id on the delta's kind (OSTs) then.
@@ -130,9 +133,11 @@ GOING = {
     # the row right after the delta: job 2 expected 12000, job 1 100
     "a phase shown in the read right after the delta": (
         row(4125, 4175, job=2, wb=5000), AFTER_BLIND, 100 / (100 + 12000)),
-    # right before: the phase may have ended inside the delta; its rate around it only
-    "a phase shown only right before the delta: the rate around": (
-        row(3945, 3995, job=2, wb=5000), BEFORE_BLIND, 100 / (100 + 5000 * 120 / 1060)),
+    # right before: the phase may have ended inside the delta. Its phase (attribute.phases)
+    # is that row at 100 bytes/s, its span reaching 20 s past it (servers read apart): 15 s
+    # of the delta, 1500; job 1's phase 100 (before the phases, its rate around: 5000 / 1060 s)
+    "a phase shown only right before the delta: the phase's margin": (
+        row(3945, 3995, job=2, wb=5000), BEFORE_BLIND, 100 / (100 + 1500)),
     # after the delta but on another target: not this target's phase. Job 2 has no rate
     # on fs-OST0000, so rule 2 gives it the burst beyond twice job 1's expected 100
     "on another target after the delta: rule 2 as before": (

@@ -1,0 +1,179 @@
+"""Each candidate's current I/O phase on a node, rebuilt from its own rows (issue 21).
+
+A blind OST delta (`:uid:host`) of a node where several jobs of the uid run holds the I/O of
+whichever of them was in an I/O phase on that OST then. The rates around the delta (rule 1)
+average a phase with the compute next to it and with the blind time they cannot see; a
+split that knew each candidate's phase (its span, its rate, its OSTs) and divided the delta
+by the bytes each phase was expected to move in it places most of the placeable bytes (the
+model oracle of bench/accuracy_model.py: dense 99.0-99.5 % over placeable bytes with each
+phase known only as its own rows show it). This module rebuilds that phase from what
+attribution already holds (the candidates' rows by their own id on the node, and the
+node's blind stretches); attribute.evidence decides where it is used.
+
+A phase is a run of the job's own rows (OST rows with bytes, MDT rows with operations:
+either kind, a job in an I/O phase opens and closes files on the MDT while its OSTs are
+blind) with no gap longer than GAP: a job's compute shows as no row by its id on any kind.
+A gap the node's blind stretches cover (all but GAP of it) is bridged: rows on both sides
+say the job was active, and the ids, not the job, went missing in between; the job's start
+counts as such a side (a task begun inside a blind stretch whose first rows come as the ids
+come back read from its start: the start-up read the rules called unplaceable). Its rate per
+byte facet is what its OST rows in the run moved per second they cover (its OSTs together;
+a row cut short counts at least MIN_ROW seconds: one 40-second increment in a 2-second row
+is not a rate), and its OSTs those it moved bytes on in the run. Its expected part of the
+delta is rate / its OSTs x the overlap of the delta's read interval with the run's span
+(± EDGE: servers read at different moments), 0 on an OST it moved no bytes on; at least
+its rate in a phase shown right after the delta (attribute.evidence: continuing).
+(Measured on bench/accuracy.py's twelve scenario-seeds and not kept: the rate and OSTs
+from the rows near the stretch only, within 120-360 s of it, or a GAP of 60 s, cost dense
+seed 1's per-job p90 0.1-0.3 points; without the continuing floor leaky seed 1 lost 0.008.)
+
+No phase weighs a delta (`expected` is empty, and the rules around it decide) where none
+of the candidates has a phase with a known rate meeting it; where one of them has a phase
+shown on the MDT only (its OSTs blind: its rate is unknown, and giving it the others' mean
+rate cost dense seeds 1-3 up to 0.3 points); in an outage's long interval (the rows beside
+it say more); and where no blind stretch is given around it (a delta weighed alone).
+
+Pure: every function reads its arguments only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from slurm_io.attribute.observed import (
+    MIN_OBSERVED,
+    WINDOWS,
+    Evidence,
+    Interval,
+    Row,
+    overlap,
+    stretch,
+    target_kind,
+)
+
+if TYPE_CHECKING:
+    from slurm_io.attribute.rows import DeltaRow
+    from slurm_io.jobs.info import JobWindow
+
+GAP = 90.0  # 3/4 of a collector period: a longer stretch without any row is compute
+EDGE = 20.0  # the span's margin: servers read at different moments
+MIN_ROW = 30.0  # a row cut short by the ids going missing counts at least this long
+
+
+class Phase(NamedTuple):
+    """A run of a job's own rows on a node: its span, rate and OSTs."""
+
+    t0: float
+    t1: float
+    rate: float | None  # bytes/s of the facet on its OSTs together; None: no OST bytes shown
+    osts: frozenset[str]  # the OSTs it moved bytes on
+
+
+def _blind_in(a: float, b: float, blind: Sequence[Interval]) -> float:
+    """Seconds of (a, b) the blind stretches cover: a gap in a job's rows they explain."""
+    return sum(overlap(a, b, h0, h1) for h0, h1 in blind)
+
+
+def _covered(rows: Sequence[Row]) -> float:
+    """Seconds the rows cover together, each at least MIN_ROW long (back from its end)."""
+    total, end = 0.0, float("-inf")
+    for t0, t1 in sorted((min(r.t0, r.t1 - MIN_ROW), r.t1) for r in rows):
+        if t1 <= end:
+            continue
+        total += t1 - max(t0, end)
+        end = t1
+    return total
+
+
+def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | None
+         ) -> list[Phase]:
+    """The job's phases from its own `rows` on one node (sorted by start), for byte facet
+    `i`; `blind`: the node's blind stretches (sorted, disjoint); `start`: the job's start
+    on the node, a side that says active (None: before the rows)."""
+    groups: list[list[Row]] = []
+    spans: list[list[float]] = []
+    if start is not None:
+        groups.append([])
+        spans.append([start, start])
+    for r in rows:
+        if not any(r.m):
+            continue
+        if spans:
+            gap = r.t0 - spans[-1][1]
+            if gap <= GAP or gap - _blind_in(spans[-1][1], r.t0, blind) <= GAP:
+                groups[-1].append(r)
+                spans[-1][1] = max(spans[-1][1], r.t1)
+                continue
+        groups.append([r])
+        spans.append([r.t0, r.t1])
+    out = []
+    for group, (t0, t1) in zip(groups, spans, strict=True):
+        if not group:
+            continue
+        ost = [r for r in group if r.kind == "OST" and (r.m[0] or r.m[1])]
+        moving = [r for r in ost if r.m[i]]
+        rate = (sum(r.m[i] for r in moving) / max(_covered(moving), 1.0) if moving
+                else 0.0 if ost else None)
+        out.append(Phase(t0, t1, rate, frozenset(r.target for r in ost)))
+    return out
+
+
+def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
+             evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's expected part of byte facet `i` of OST delta `d` from its phases
+    around it (rows within WINDOWS[0] of the blind stretch around the delta); empty where
+    the phases do not weigh the delta (the module's docstring): then the rules around it
+    do. `runs_of`: each candidate's run on the node."""
+    if i > 1 or d.node is None or target_kind(d.target) != "OST":
+        return {}
+    a, b = d.ts_start, d.ts_end
+    if b - a > WINDOWS[0]:
+        return {}  # an outage's interval: the rows beside it say more (rule 1's beside)
+    if not any(y > a and x < b for x, y in blind):
+        return {}  # no blind stretch given around it (a delta weighed alone): none to bridge
+    h0, h1 = stretch(a, b, blind)
+    lo, hi = h0 - WINDOWS[0], h1 + WINDOWS[0]
+    found: dict[int, list[tuple[Phase, float]]] = {}
+    for c in active:
+        rows = evidence.between(d.node, c.job, lo, hi)
+        s0, s1 = runs_of[c.job]
+        start = s0 if lo <= s0 <= b else None
+        mine = []
+        for p in runs(rows, i, blind, start):
+            ov = overlap(a, b, max(p.t0 - EDGE, s0), min(p.t1 + EDGE, s1))
+            if ov > 0:
+                mine.append((p, ov))
+        if mine:
+            found[c.job] = mine
+    if any(p.rate is None for v in found.values() for p, _ in v):
+        return {}  # a phase shown on the MDT only: its rate is unknown, the rules weigh it
+    out = {c.job: 0.0 for c in active}
+    for j, mine in found.items():
+        for p, ov in mine:
+            if p.rate and d.target in p.osts:
+                out[j] += p.rate * ov / len(p.osts)
+    return out if sum(out.values()) > 0 else {}
+
+
+def edge_rates(d: DeltaRow, i: int, weights: dict[int, float], over: dict[int, float],
+               evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
+    """What each candidate's highest rate right at the edges of the blind stretch around the
+    delta predicts for it (a job's rate is smooth within a phase: one that was writing when
+    the ids went missing, or again when they came back, was writing in between; its rate
+    over a wider window dilutes that phase with the compute around it). Rule 2's reading,
+    for the candidates of `weights`."""
+    if d.node is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    for h0, h1 in blind:
+        if h0 <= a and b <= h1:
+            a, b = h0, h1
+            break
+    kind = target_kind(d.target)
+    out = {}
+    for j in weights:
+        peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
+        if peak:
+            out[j] = peak * over[j]
+    return out

@@ -1,0 +1,128 @@
+"""Each candidate's current I/O phase rebuilt from its own rows, and the split by the bytes
+each phase is expected to move in a blind delta (attribute.phases, rule 1), in tables.
+
+Node n1, uid 1000, jobs 1 and 2 both run 0-10000 s; the blind delta is (4000, 4120] on
+fs-OST0000, 24000 bytes written; the collectors read every 120 s (test_evidence.py). The
+uid's OST activity on the node was blind from 3880 to 4240 (three reads): a job writing
+12000 bytes per read on fs-OST0000 right before and right after that stretch wrote 100
+bytes/s in it, 12000 of them in the delta.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_io.attribute.evidence import EVIDENCE, split
+from slurm_io.attribute.phases import expected, runs
+from slurm_io.jobs.info import JobWindow
+from tests.attribute.test_evidence import WRITE, A, B, ev, row
+
+MDT = "fs-MDT0000"
+STRETCH = [(3880.0, 4240.0)]
+DELTA = row(4000, 4120, wb=24000)
+RUNS = {1: (0.0, 10000.0), 2: (0.0, 10000.0)}
+
+
+def around(job, *, target="fs-OST0000", wb=12000, rb=0, before=(3760, 3880),
+           after=(4240, 4360)):
+    """The job's rows in the reads right before and right after the blind stretch."""
+    return tuple(row(t0, t1, job=job, target=target, wb=wb, rb=rb)
+                 for t0, t1 in (before, after) if t1 > t0)
+
+
+# case: (rows of jobs 1 and 2, what the phases expect of each in the delta's bytes written)
+EXPECTED = {
+    # rows on both sides of the stretch: the ids, not the job, went missing in between
+    "a phase on both sides of the stretch is bridged": (around(1), {1: 12000.0, 2: 0.0}),
+    "two phases: each at its own rate": (around(1) + around(2, wb=36000),
+                                         {1: 12000.0, 2: 36000.0}),
+    # 24000 over two OSTs in 240 s: 100 bytes/s, half of it on the delta's OST
+    "a phase on two OSTs: half its rate on each": (
+        around(1, wb=6000) + around(1, wb=6000, target="fs-OST0001"), {1: 6000.0, 2: 0.0}),
+    # job 1 stopped writing before the ids went missing: compute after it
+    "a phase that ended before the stretch moves nothing in it": (
+        around(1, after=(0, 0)) + around(2), {1: 0.0, 2: 12000.0}),
+    # 120 s with no row before the stretch: a compute gap the blind stretch does not explain
+    "a visible gap of compute is not bridged": (
+        around(1, before=(3640, 3760)) + around(2), {1: 0.0, 2: 12000.0}),
+    # the MDT was not blind: its operations by job 1's id show the phase going on
+    "MDT rows inside the stretch carry the phase": (
+        (*around(1, after=(0, 0)), row(3880, 4000, job=1, target=MDT, opens=5),
+         row(4000, 4120, job=1, target=MDT, opens=5), *around(2, before=(0, 0))),
+        {1: 12000.0, 2: 0.0}),
+    "a phase on another OST moves nothing on this one": (
+        around(1, target="fs-OST0001") + around(2), {1: 0.0, 2: 12000.0}),
+    "the other facet only: a rate of 0 for this one": (
+        around(1, wb=0, rb=12000) + around(2), {1: 0.0, 2: 12000.0}),
+    # 3000 bytes in a 10-s row count over 30 s: 15000 in 150 s, 100 bytes/s
+    "a row cut short counts at least 30 s": (
+        around(1, before=(3860, 3870), after=(0, 0), wb=3000) + around(1, before=(0, 0)),
+        {1: 12000.0, 2: 0.0}),
+    # the rows far before the stretch wrote on another OST: the phase near it is what counts
+    # servers read at different moments: a phase's span reaches 20 s past its last row
+    "a phase that ended 10 s before the delta began is given those 10 s": (
+        around(1, before=(3870, 3990), after=(0, 0)) + around(2), {1: 1000.0, 2: 12000.0}),
+    # one run from 3400: 276000 bytes in the 600 s its rows cover, on two OSTs
+    "a run's rate over all its rows, spread over every OST it wrote on": (
+        (row(3400, 3520, job=1, target="fs-OST0003", wb=120000),
+         row(3520, 3640, job=1, target="fs-OST0003", wb=120000),
+         row(3640, 3760, job=1, wb=12000), *around(1)),
+        {1: 27600.0, 2: 0.0}),
+}
+
+
+@pytest.mark.parametrize("case", EXPECTED.values(), ids=EXPECTED.keys())
+def test_each_candidates_phase_says_what_it_moved_in_the_delta(case):
+    rows, want = case
+    got = expected(DELTA, WRITE, [A, B], RUNS, ev(*rows), STRETCH)
+    assert got == pytest.approx(want)
+
+
+# case: (rows, blind stretches, delta): where the phases do not weigh the delta
+NOTHING = {
+    "no candidate has a phase meeting the delta": (around(1, after=(0, 0)), STRETCH, DELTA),
+    "an outage's 22-minute interval: the rows beside it say more": (
+        around(1, before=(2640, 2760), after=(4120, 4240)), [(2760.0, 4120.0)],
+        row(2760, 4120, wb=24000)),
+    # job 1 showed only metadata operations by its id then: its rate is unknown
+    "a phase shown on the MDT only meets the delta": (
+        (row(3880, 4000, job=1, target=MDT, opens=5),
+         row(4000, 4120, job=1, target=MDT, opens=5), *around(2)),
+        STRETCH, DELTA),
+    "a delta of the MDT": (around(1), STRETCH, row(4000, 4120, target=MDT, opens=50)),
+}
+
+
+@pytest.mark.parametrize("case", NOTHING.values(), ids=NOTHING.keys())
+def test_where_no_phase_weighs_the_delta_the_rules_before_it_do(case):
+    rows, blind, delta = case
+    assert expected(delta, WRITE, [A, B], RUNS, ev(*rows), blind) == {}
+
+
+def test_a_job_begun_inside_the_stretch_moved_data_from_its_start():
+    # a farm task started at 3950, its first rows as the ids came back: it read from its
+    # start (the start-up read); one begun at 3000 with no row before the stretch did not
+    late = JobWindow(3, 1000, ("n1",), 3950.0, 10000.0)
+    early = JobWindow(4, 1000, ("n1",), 3000.0, 10000.0)
+    rows = around(3, before=(0, 0)) + around(4, before=(0, 0))
+    got = expected(DELTA, WRITE, [late, early], {3: (3950.0, 10000.0), 4: (3000.0, 10000.0)},
+                   ev(*rows), STRETCH)
+    assert got == pytest.approx({3: 12000.0, 4: 0.0})
+
+
+def test_a_run_is_split_by_a_gap_the_blind_stretches_do_not_cover():
+    rows = ev(*[row(t, t + 120, job=1, wb=1200) for t in (1000, 1120, 1500, 1620)])
+    got = runs(rows.between("n1", 1, 0, 10000), WRITE, [(1240.0, 1400.0)], None)
+    assert [(p.t0, p.t1) for p in got] == [(1000, 1240), (1500, 1740)]
+    assert [p.rate for p in got] == [10.0, 10.0]
+    assert all(p.osts == frozenset({"fs-OST0000"}) for p in got)
+
+
+def test_the_split_follows_the_phases_where_the_rates_around_do_not():
+    # job 2 wrote 3x job 1's rate in the ten minutes before the stretch, then computed: the
+    # rates around the delta (rule 1) gave it three quarters; its phase had ended, and job
+    # 1's went on through the stretch
+    rows = (*around(1), *[row(t, t + 120, job=2, wb=36000) for t in range(3280, 3760, 120)])
+    s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
