@@ -58,7 +58,6 @@ EXPECTED = {
     "a row cut short counts at least 30 s": (
         around(1, before=(3860, 3870), after=(0, 0), wb=3000) + around(1, before=(0, 0)),
         {1: 12000.0, 2: 0.0}),
-    # the rows far before the stretch wrote on another OST: the phase near it is what counts
     # servers read at different moments: a phase's span reaches 20 s past its last row
     "a phase that ended 10 s before the delta began is given those 10 s": (
         around(1, before=(3870, 3990), after=(0, 0)) + around(2), {1: 1000.0, 2: 12000.0}),
