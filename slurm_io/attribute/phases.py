@@ -6,9 +6,10 @@ average a phase with the compute next to it and with the blind time they cannot 
 split that knew each candidate's phase (its span, its rate, its OSTs) and divided the delta
 by the bytes each phase was expected to move in it places most of the placeable bytes (the
 model oracle of bench/accuracy_model.py: dense 98.8-99.6 % over placeable bytes on seeds
-1-4 with each phase known only as its own rows show it, against the rules' 98.3-98.9 %). This module rebuilds that phase from what
-attribution already holds (the candidates' rows by their own id on the node, and the
-node's blind stretches); attribute.evidence decides where it is used.
+1-4 with each phase known only as its own rows show it, against the rules' 98.3-98.9 %).
+This module rebuilds that phase from what attribution already holds (the candidates' rows
+by their own id on the node, and the node's blind stretches); attribute.evidence decides
+where it is used.
 
 A phase is a run of the job's own rows (OST rows with bytes, MDT rows with operations:
 either kind, a job in an I/O phase opens and closes files on the MDT while its OSTs are
