@@ -93,7 +93,7 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     target_kind,
     unseen,
 )
-from slurm_io.attribute.phases import edge_rates, expected
+from slurm_io.attribute.phases import Meeting, edge_rates, expected_of, meeting
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
@@ -143,9 +143,10 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     seen = frozenset(c.job for c in active if d.node is not None
                      and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
     current = phases(d, i, active, evidence, blind)
-    phased = expected(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
+    met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
+    phased = expected_of(d, met, [c.job for c in active])
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
-                              phased)
+                              met)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -187,11 +188,11 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
                       blind: Sequence[Interval], paced: dict[int, float],
                       seen: frozenset[int], current: dict[int, float],
-                      phased: dict[int, float]) -> Weights | None:
+                      met: Meeting | None) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
     candidates rule 0 rules out (not in `seen`, who did I/O by their id in the read
-    interval); None where there is no evidence. `current`: observed.phases; `phased`:
-    what the candidates' phases expect of them (attribute.phases.expected)."""
+    interval); None where there is no evidence. `current`: observed.phases; `met`: the
+    candidates' phases meeting the delta (attribute.phases.meeting)."""
     if d.node is None:
         return None
     busy = [c for c in active if c.job in seen]
@@ -199,8 +200,9 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
         inner = _evidence_weights(d, i, busy, runs, over, evidence, blind, paced, seen,
-                                  current, expected(d, i, busy, runs, evidence, blind))
+                                  current, met)
         return _ruled_out(idle, busy, inner, over)
+    phased = expected_of(d, met, [c.job for c in active])
     if phased:  # the phases the candidates' own rows show say what each moved in it
         going = continuing(d, i, active, evidence, current)
         return {j: max(v, going.get(j, 0.0) * over[j]) for j, v in phased.items()}, frozenset()

@@ -120,22 +120,26 @@ def runs(rows: Sequence[Row], i: int, blind: Sequence[Interval], start: float | 
     return out
 
 
-def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
-             evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
-    """Each candidate's expected part of byte facet `i` of OST delta `d` from its phases
-    around it (rows within WINDOWS[0] of the blind stretch around the delta); empty where
-    the phases do not weigh the delta (the module's docstring): then the rules around it
-    do. `runs_of`: each candidate's run on the node."""
+Meeting = dict[int, list[tuple[Phase, float]]]  # job -> its phases meeting a delta, overlaps
+
+
+def meeting(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
+            evidence: Evidence, blind: Sequence[Interval]) -> Meeting | None:
+    """Each candidate's phases around OST delta `d` (rows within WINDOWS[0] of the blind
+    stretch around it) that meet its read interval, with their overlaps; None where the
+    phases do not weigh the delta whoever the candidates (the module's docstring). Each
+    job's entry reads only its own rows, so rule 0's subset of busy candidates reuses it
+    (`expected_of`) instead of rebuilding their phases. `runs_of`: each one's run."""
     if i > 1 or d.node is None or target_kind(d.target) != "OST":
-        return {}
+        return None
     a, b = d.ts_start, d.ts_end
     if b - a > WINDOWS[0]:
-        return {}  # an outage's interval: the rows beside it say more (rule 1's beside)
+        return None  # an outage's interval: the rows beside it say more (rule 1's beside)
     if not any(y > a and x < b for x, y in blind):
-        return {}  # no blind stretch given around it (a delta weighed alone): none to bridge
+        return None  # no blind stretch given around it (a delta weighed alone): none to bridge
     h0, h1 = stretch(a, b, blind)
     lo, hi = h0 - WINDOWS[0], h1 + WINDOWS[0]
-    found: dict[int, list[tuple[Phase, float]]] = {}
+    found: Meeting = {}
     for c in active:
         rows = evidence.between(d.node, c.job, lo, hi)
         s0, s1 = runs_of[c.job]
@@ -147,14 +151,31 @@ def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int
                 mine.append((p, ov))
         if mine:
             found[c.job] = mine
-    if any(p.rate is None for v in found.values() for p, _ in v):
+    return found
+
+
+def expected_of(d: DeltaRow, found: Meeting | None, jobs: Sequence[int]) -> dict[int, float]:
+    """What the phases of `jobs` (of `meeting`) expect each to have moved in `d`; empty where
+    they do not weigh it: then the rules around it do."""
+    if found is None:
+        return {}
+    mine = [(j, found[j]) for j in jobs if j in found]
+    if any(p.rate is None for _, v in mine for p, _ in v):
         return {}  # a phase shown on the MDT only: its rate is unknown, the rules weigh it
-    out = {c.job: 0.0 for c in active}
-    for j, mine in found.items():
-        for p, ov in mine:
+    out = {j: 0.0 for j in jobs}
+    for j, phases in mine:
+        for p, ov in phases:
             if p.rate and d.target in p.osts:
                 out[j] += p.rate * ov / len(p.osts)
     return out if sum(out.values()) > 0 else {}
+
+
+def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
+             evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's expected part of byte facet `i` of OST delta `d` from its phases
+    around it; empty where the phases do not weigh the delta (the module's docstring)."""
+    return expected_of(d, meeting(d, i, active, runs_of, evidence, blind),
+                       [c.job for c in active])
 
 
 def edge_rates(d: DeltaRow, i: int, weights: dict[int, float], over: dict[int, float],
