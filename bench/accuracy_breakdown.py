@@ -14,7 +14,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.accuracy_model import TRUTH, Known, from_the_data, load_model, model_split
+from bench.accuracy_model import (
+    TRUTH,
+    Known,
+    from_the_data,
+    load_model,
+    mean_leak,
+    model_split,
+)
 
 Key = tuple[str, str, int]  # node, target, uid
 
@@ -91,19 +98,17 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     model = load_model(sim / "oracle.jsonl")
     # name -> (what the model oracle knows, job -> what its split changes in the job's
     # figure over placeable deltas, the same taking per delta the better of it and the rules')
-    on_osts = frozenset(p for p, (ost, _) in seen.items() if ost > 0)
+    data = from_the_data(model)  # each phase as the rows show it (rates read once)
     variants: dict[str, tuple[Known, dict[int, float], dict[int, float]]] = {
         name: (known, defaultdict(float), defaultdict(float)) for name, known in (
             ("the model oracle's", TRUTH),
-            ("the model oracle's, OSTs known only where shown", Known(osts=on_osts)),
-            ("the model oracle's, rates only as printed",
-             from_the_data(model)._replace(osts=None, spans=None)),
+            ("the model oracle's, OSTs known only where shown", Known(osts=data.osts)),
+            ("the model oracle's, rates only as printed", Known(rates=data.rates)),
             ("the model oracle's, rates and OSTs only as printed",
-             from_the_data(model, spans=False)),
-            ("the data's model (rates, OSTs and spans only as printed)",
-             from_the_data(model)),
+             Known(osts=data.osts, rates=data.rates)),
+            ("the data's model (rates, OSTs and spans only as printed)", data),
             ("the data's model, every job's leak share the mean",
-             from_the_data(model, leak=False)))}
+             data._replace(leak=mean_leak(model))))}
     once = {}
     for key, s in splits.items():  # one split per delta and facet (the batch's first)
         once.setdefault(key[:6], s)

@@ -134,18 +134,15 @@ def expected(model: Model, node: str, target: str, uid: int, a: float, b: float,
     return out
 
 
-def from_the_data(model: Model, leak: bool = True, spans: bool = True,
-                  rates: bool = True) -> Known:
+def from_the_data(model: Model, leak: bool = True) -> Known:
     """What the rows show of each phase (`Model.printed`): its OSTs where it printed bytes
     by its id, its rates as those bytes tell them (`printed_rates`), its span from the first
     to the last increment it printed by its id (± EDGE); without `leak`, every job's leak
     share the scenario's mean (the data does not say which job leaks)."""
-    shown = frozenset(i for i, p in model.printed.items() if p.ost_bytes > 0)
     return Known(
-        osts=shown,
-        rates=printed_rates(model) if rates else None,
-        spans={i: (p.first - EDGE, p.last + EDGE) for i, p in model.printed.items()}
-        if spans else None,
+        osts=frozenset(i for i, p in model.printed.items() if p.ost_bytes > 0),
+        rates=printed_rates(model),
+        spans={i: (p.first - EDGE, p.last + EDGE) for i, p in model.printed.items()},
         leak=None if leak else mean_leak(model))
 
 
