@@ -37,6 +37,7 @@ from slurm_io.attribute.evidence import (
     split,
     target_kind,
 )
+from slurm_io.attribute.leaks import NodeBlind
 from slurm_io.attribute.ranges import Bounds, touches
 from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
@@ -186,6 +187,15 @@ def blind_stretches(recovered: Iterable[DeltaRow]) -> dict[tuple[str, str], list
     return {k: merge(v) for k, v in spans.items()}
 
 
+def leak_index(recovered: Iterable[DeltaRow]) -> dict[str, NodeBlind]:
+    """node -> the uid's `:uid:host` OST deltas there (attribute.leaks)."""
+    by: dict[str, list[DeltaRow]] = defaultdict(list)
+    for d in recovered:
+        if d.node is not None:
+            by[d.node].append(d)
+    return {n: NodeBlind(v) for n, v in by.items()}
+
+
 def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
               competitors: Sequence[JobWindow], *, now: float,
               resolution: float = 120.0, evidence: Iterable[DeltaRow] = (),
@@ -268,6 +278,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
             by_node_jobs[n].append(c)
     ev: Evidence | None = None  # built when a delta has two candidates or more
     blind = blind_stretches(recovered)
+    leaks = leak_index(recovered)
     run = run_of(job, now)
     for d in recovered:
         if d.node is None or d.node not in job.nodes or not _touches(d, run):
@@ -295,7 +306,8 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
                 key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)
                 s = splits.get(key) if splits is not None else None
                 if s is None:
-                    s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now)
+                    s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now,
+                              leaks.get(d.node))
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule

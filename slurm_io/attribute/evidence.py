@@ -61,6 +61,10 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
    having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
 
+5. attribute.leaks: where the node's reads around the delta show a candidate whose
+   processes print no id (its own bytes on an OST come with `:uid:host` bytes there, read
+   after read), its ratio x its own bytes in the delta come first; the rest goes as above.
+
 Every function here is pure; attribute.core calls them and records which rule gave what.
 """
 
@@ -69,6 +73,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from slurm_io.attribute.leaks import NodeBlind, leaks_first
 from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     CAP_SLACK,
     FACETS,
@@ -93,7 +98,8 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     target_kind,
     unseen,
 )
-from slurm_io.attribute.phases import Meeting, edge_rates, expected_of, meeting
+from slurm_io.attribute.phases import UNMEASURED as _UNMEASURED
+from slurm_io.attribute.phases import Meeting, beyond_rates, edge_rates, expected_of, meeting
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
@@ -113,7 +119,7 @@ class Split(NamedTuple):
 
 
 def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Evidence,
-          blind: Sequence[Interval], now: float) -> Split:
+          blind: Sequence[Interval], now: float, leaks: NodeBlind | None = None) -> Split:
     """How facet `i` of `:uid:host` delta `d` divides among `candidates` (jobs of the uid on
     d's node). `blind`: sorted disjoint stretches in which the uid's activity of d's kind on
     that node went to `:uid:host` entries (d's own interval included or not)."""
@@ -178,6 +184,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
                  unseen(d, active, evidence, seen))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
+    first = leaks_first(d, i, [c.job for c in active], leaks, evidence, out)
+    if first is not None:  # a job whose processes print no id did it (attribute.leaks)
+        out, rule = first, EVIDENCE
     return Split(out, rule)
 
 
@@ -278,9 +287,6 @@ def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weigh
     return {**{c.job: 0.0 for c in out}, **weights}, gone
 
 
-_UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
-
-
 def _surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
               excluded: frozenset[int]) -> dict[int, float]:
     """How much more each candidate did by its own id on the other target kind during the
@@ -314,39 +320,6 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
     sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
                                       d.ts_end + WINDOWS[-1]) for j in weights}
     return by_size(amount, count, weights, sizes)
-
-
-def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
-                 over: dict[int, float], edge: dict[int, float], surprise: dict[int, float]
-                 ) -> dict[int, float]:
-    """Weights once each candidate's rate has been held to what it can explain.
-
-    `expected` is what each candidate's own rate around the delta predicts for it. A delta
-    far above what the rates predict holds I/O none of the measured rates shows: a burst
-    of a job that was idle (by its id) around the blind stretch. Each candidate with a rate
-    is given at most CAP_SLACK x its expected amount (or what its rate at the edges of the
-    blind stretch predicts, `edge`, when higher); the rest goes to the candidates that
-    showed no rate there (and were not ruled out by rule 0), in proportion to how much
-    their activity on the other target kind rose during the delta (`surprise`), else by
-    time overlap. Where every candidate has a rate, the weights stay as they are.
-    """
-    if _UNMEASURED & excluded or amount <= 0:
-        return expected
-    total = sum(expected.values())
-    if total <= 0 or amount <= CAP_SLACK * total:
-        return expected
-    can = {j: max(w, edge.get(j, 0.0)) if w > 0 else 0.0 for j, w in expected.items()}
-    idle = [j for j, w in can.items() if w <= 0 and j not in excluded]
-    if not idle or amount <= CAP_SLACK * sum(can.values()):
-        return expected
-    rest = amount - CAP_SLACK * sum(can.values())
-    out = {j: CAP_SLACK * w for j, w in can.items()}
-    hint = {j: surprise.get(j, 0.0) for j in idle}
-    basis = hint if sum(hint.values()) > 0 else {j: over[j] for j in idle}
-    norm = sum(basis.values())
-    for j in idle:
-        out[j] += rest * basis[j] / norm
-    return out
 
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],

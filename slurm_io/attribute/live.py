@@ -29,6 +29,7 @@ from slurm_io.attribute.evidence import (
     split,
     target_kind,
 )
+from slurm_io.attribute.leaks import NodeBlind
 from slurm_io.attribute.ranges import touches
 from slurm_io.attribute.rows import DeltaRow
 from slurm_io.jobs.info import JobWindow
@@ -78,16 +79,18 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
         ev = evidence_index(cands[0], [d for d in ev_rows if d.job == cands[0].job], cands,
                             ev_rows)
         blind = blind_stretches(rows)
+        leaks = NodeBlind(rows)  # one node, one uid
         for d in rows:
             if not lo < d.ts_end <= hi:
                 continue
             out.append((pair[0], d, fractions(d, cands, ev, blind.get(
-                (d.node or "", target_kind(d.target)), []), now)))
+                (d.node or "", target_kind(d.target)), []), now, leaks)))
     return out
 
 
 def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
-              holes: Sequence[tuple[float, float]], now: float) -> dict[int, Fractions]:
+              holes: Sequence[tuple[float, float]], now: float, leaks: NodeBlind | None = None
+              ) -> dict[int, Fractions]:
     """Each candidate's part of the facets of `d`, by evidence.split (as attribute.core):
     every candidate the split weighed, those it gave nothing included, and those whose run
     meets the delta's interval only at an edge (one of them may still own it:
@@ -99,7 +102,7 @@ def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
     for i, name in enumerate(FACETS):
         if name not in present:
             continue
-        s = split(d, i, cands, ev, holes, now)
+        s = split(d, i, cands, ev, holes, now, leaks)
         for job, f in s.fractions.items():
             parts.setdefault(job, [0.0, 0.0, 0.0])[i] = f
     return {j: (f[0], f[1], f[2]) for j, f in parts.items()}

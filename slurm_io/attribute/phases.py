@@ -34,6 +34,10 @@ shown on the MDT only (its OSTs blind: its rate is unknown, and giving it the ot
 rate cost dense seeds 1-3 up to 0.3 points); in an outage's long interval (the rows beside
 it say more); and where no blind stretch is given around it (a delta weighed alone).
 
+Rule 2 of attribute.evidence lives here too, as it reads a phase's rate at the edges of a
+blind stretch: `edge_rates`, and `beyond_rates` (a delta far above what the rates expect
+holds a burst none of them shows).
+
 Pure: every function reads its arguments only.
 """
 
@@ -43,6 +47,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.attribute.observed import (
+    CAP_SLACK,
     MIN_OBSERVED,
     WINDOWS,
     Evidence,
@@ -198,4 +203,40 @@ def edge_rates(d: DeltaRow, i: int, weights: dict[int, float], over: dict[int, f
         peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
         if peak:
             out[j] = peak * over[j]
+    return out
+
+
+UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
+
+
+def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
+                 over: dict[int, float], edge: dict[int, float], surprise: dict[int, float]
+                 ) -> dict[int, float]:
+    """Weights once each candidate's rate has been held to what it can explain.
+
+    `expected` is what each candidate's own rate around the delta predicts for it. A delta
+    far above what the rates predict holds I/O none of the measured rates shows: a burst
+    of a job that was idle (by its id) around the blind stretch. Each candidate with a rate
+    is given at most CAP_SLACK x its expected amount (or what its rate at the edges of the
+    blind stretch predicts, `edge`, when higher); the rest goes to the candidates that
+    showed no rate there (and were not ruled out by rule 0), in proportion to how much
+    their activity on the other target kind rose during the delta (`surprise`), else by
+    time overlap. Where every candidate has a rate, the weights stay as they are.
+    """
+    if UNMEASURED & excluded or amount <= 0:
+        return expected
+    total = sum(expected.values())
+    if total <= 0 or amount <= CAP_SLACK * total:
+        return expected
+    can = {j: max(w, edge.get(j, 0.0)) if w > 0 else 0.0 for j, w in expected.items()}
+    idle = [j for j, w in can.items() if w <= 0 and j not in excluded]
+    if not idle or amount <= CAP_SLACK * sum(can.values()):
+        return expected
+    rest = amount - CAP_SLACK * sum(can.values())
+    out = {j: CAP_SLACK * w for j, w in can.items()}
+    hint = {j: surprise.get(j, 0.0) for j in idle}
+    basis = hint if sum(hint.values()) > 0 else {j: over[j] for j in idle}
+    norm = sum(basis.values())
+    for j in idle:
+        out[j] += rest * basis[j] / norm
     return out

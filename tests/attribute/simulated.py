@@ -32,11 +32,12 @@ def load(cluster: Path, dsn: str, work: Path) -> str:
 DENSE_START = 1_795_100_000.0
 
 
-def small_dense_cluster(out: Path) -> Path:
+def small_dense_cluster(out: Path, scenario: str = "dense") -> Path:
     """Two hours of a small dense cluster (6 nodes, 30 jobs an hour): enough shared
-    `:uid:host` deltas for several chunks of `jobio attribute` in seconds."""
+    `:uid:host` deltas for several chunks of `jobio attribute` in seconds. `scenario`:
+    "leaky" for the dense cluster whose jobs' processes print no id (simulate.scenario)."""
     from slurm_io.simulate import simulate
 
     simulate(out, seed=5, start=DENSE_START, hours=2, n_nodes=6, n_oss=2, jobs_per_hour=30,
-             scenario="dense")
+             scenario=scenario)
     return out

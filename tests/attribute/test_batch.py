@@ -1,9 +1,9 @@
 """The batch path (`jobio attribute`: inputs of many jobs fetched by set-based queries, results
 stored in bulk) gives every job exactly the figures it gets attributed alone.
 
-A dense simulated cluster (task farms: several jobs of a user per node, so ambiguous
-`:uid:host` deltas split by evidence), collected through the real replay path into a real
-PostgreSQL.
+A dense simulated cluster, and its leaky form (task farms: several jobs of a user per node,
+so ambiguous `:uid:host` deltas split by evidence), collected through the real replay path
+into a real PostgreSQL.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import psycopg
 import pytest
 
 from slurm_io.attribute import batch
+from slurm_io.attribute import evidence as rules
 from slurm_io.attribute.batch import attribute_job
+from slurm_io.attribute.leaks import leaks_first
 from slurm_io.attribute.stored import pending_jobs, stored_job_io
 from tests.attribute.simulated import DENSE_START, load, small_dense_cluster
 
@@ -22,9 +24,11 @@ FIELDS = ("totals", "recovered", "ambiguous", "split", "by_target", "by_node", "
           "quality", "n_direct", "n_recovered", "by_evidence", "by_time")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    return small_dense_cluster(tmp_path_factory.mktemp("batch") / "cluster")
+@pytest.fixture(scope="module", params=["dense", "leaky"])
+def cluster(request, tmp_path_factory):
+    # leaky: the leaks' fit (attribute.leaks) reads the node's blind deltas around a delta,
+    # which each job's own fetch must hold as the batch's does
+    return small_dense_cluster(tmp_path_factory.mktemp("batch") / "cluster", request.param)
 
 
 @pytest.fixture
@@ -68,19 +72,32 @@ def test_a_second_batch_revises_only_what_changed(loaded):
     assert set(revs.values()) == {1}
 
 
-def test_a_job_attributed_alone_without_the_batch_cache_gets_the_same_splits(loaded):
+def test_a_job_attributed_alone_without_the_batch_cache_gets_the_same_splits(
+        loaded, request, monkeypatch):
     # `jobio show` of one job weighs every ambiguous delta itself, from its own fetch: the
     # evidence its rules read (the candidates' rows, the blind stretches around a delta:
-    # attribute.phases rebuilds each candidate's phase from them) must give the same split
+    # attribute.phases rebuilds each candidate's phase from them; the blind deltas the
+    # leaks' fit reads) must give the same split
+    fired = []
+
+    def counted(*args):
+        out = leaks_first(*args)
+        fired.append(out is not None)
+        return out
+
+    monkeypatch.setattr(rules, "leaks_first", counted)
     with psycopg.connect(loaded) as conn:
         jobs = pending_jobs(conn, 0)
         batch.attribute_jobs(conn, jobs, now=NOW)
-        evidence = 0
+        by_evidence = 0
         for info in jobs:
             alone = attribute_job(conn, info.window, now=NOW)
             stored = stored_job_io(conn, info.job)
             assert stored is not None
             assert {f: getattr(stored.io, f) for f in FIELDS} == \
                 {f: getattr(alone, f) for f in FIELDS}, info.job
-            evidence += bool(alone.by_evidence)
-    assert evidence >= 3
+            by_evidence += bool(alone.by_evidence)
+    assert by_evidence >= 3
+    # the leaky cluster's jobs whose processes print no id: the rule finds some
+    if request.node.callspec.params["cluster"] == "leaky":
+        assert any(fired)
