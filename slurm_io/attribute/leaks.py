@@ -2,22 +2,24 @@
 
 A job some of whose processes were started outside srun (an MPI launcher's own daemons,
 `ssh` into the node, a wrapper that clears the environment) prints a `:uid:host` entry next
-to its own all its life: in a read interval in which it moves bytes by its id on an OST,
-its id-less processes move some more there, in proportion. A job whose ids are intact moves
+to its own all its life: in a read in which it moves bytes by its id on an OST, its
+id-less processes move some more there, in proportion. A job whose ids are intact moves
 nothing blind outside a node-wide stretch of missing ids. So the uid's `:uid:host` bytes
-on an OST in a read interval are, outside such a stretch, the sum over its jobs of a job's
-own bytes there times its ratio (id-less over own; 1 for a job half of whose I/O prints
-no id, 0 for most), and the node's read intervals around a delta show each ratio again
-and again: a least-squares fit, with ratios >= 0, over the intervals in which some
-candidate moved bytes by its id on that OST (the others tell nothing), refit without the
-fifth it explains worst (a stretch of missing ids starting or ending inside an interval
-adds bytes no leak shows).
+on an OST in a read are, outside such a stretch, the sum over its jobs of a job's own
+bytes there times its ratio (id-less over own; 1 for a job half of whose I/O prints no
+id, 0 for most), and the node's reads around a delta show each ratio again and again: a
+least-squares fit, with ratios >= 0, over the reads of an OST in which some candidate
+moved bytes by its id, blind bytes beside them or none (a read with own bytes and nothing
+blind clears a job; a read with no own bytes tells nothing), fitted again without the
+fifth it explains worst (a stretch of missing ids starting or ending inside a read adds
+bytes no leak shows). An outage's long read (over WINDOWS[0]) neither counts nor is
+weighed: the ids lost inside it put own and blind bytes side by side.
 
 Where the fit says some candidate leaks, the delta's bytes are first its jobs' ratio x own
-bytes on the delta's target in its interval, and only what exceeds that (an episode, a
-phase begun while blind) is divided by the other rules. Pure: attribute.evidence applies it.
+bytes on the delta's target in its read, and only what exceeds that (an episode, a phase
+begun while blind) is divided by the other rules. Pure: attribute.evidence applies it.
+Measured, and why it gains little on the simulator: docs/attribution.md, fifth round.
 """
-
 from __future__ import annotations
 
 from collections import defaultdict
