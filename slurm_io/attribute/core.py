@@ -193,7 +193,7 @@ def leak_index(recovered: Iterable[DeltaRow]) -> dict[str, NodeBlind]:
     for d in recovered:
         if d.node is not None:
             by[d.node].append(d)
-    return {n: NodeBlind(v) for n, v in by.items()}
+    return {n: NodeBlind(n, v) for n, v in by.items()}
 
 
 def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
@@ -278,7 +278,7 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
             by_node_jobs[n].append(c)
     ev: Evidence | None = None  # built when a delta has two candidates or more
     blind = blind_stretches(recovered)
-    leaks = leak_index(recovered)
+    leaks: dict[str, NodeBlind] | None = None  # built with ev: only a split weighs leaks
     run = run_of(job, now)
     for d in recovered:
         if d.node is None or d.node not in job.nodes or not _touches(d, run):
@@ -300,14 +300,14 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
         alone = sum(touches(eff, run_of(c, now)) for c in cands) <= 1
         ids = tuple(sorted(c.job for c in cands))
         if ev is None and len(ids) > 1:
-            ev = index(direct)
+            ev, leaks = index(direct), leak_index(recovered)
         for i, name in enumerate(FACETS):
             if name in present:
                 key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)
                 s = splits.get(key) if splits is not None else None
                 if s is None:
                     s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now,
-                              leaks.get(d.node))
+                              leaks.get(d.node) if leaks is not None else None)
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule

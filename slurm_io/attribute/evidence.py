@@ -149,8 +149,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     seen = frozenset(c.job for c in active if d.node is not None
                      and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
     current = phases(d, i, active, evidence, blind)
+    jobs = [c.job for c in active]
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
-    phased = expected_of(d, met, [c.job for c in active])
+    phased = expected_of(d, met, jobs)
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
                               met)
     rule = EVIDENCE
@@ -184,7 +185,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
                  unseen(d, active, evidence, seen))
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
-    first = leaks_first(d, i, [c.job for c in active], leaks, evidence, out)
+    first = leaks_first(d, i, jobs, leaks, evidence, out)
     if first is not None:  # a job whose processes print no id did it (attribute.leaks)
         out, rule = first, EVIDENCE
     return Split(out, rule)

@@ -40,34 +40,34 @@ SWEEPS = 50  # coordinate descent passes (a handful of unknowns)
 
 
 class NodeBlind:
-    """The uid's `:uid:host` OST bytes on one node per (target, start of the read), with a
+    """The uid's `:uid:host` OST bytes on `node` per (target, start of the read), with a
     memo of the fits (one per candidate set and 10 minutes)."""
 
-    def __init__(self, deltas: Iterable[DeltaRow]) -> None:
+    def __init__(self, node: str, deltas: Iterable[DeltaRow]) -> None:
+        self.node = node
         self.bytes: dict[tuple[str, float], float] = defaultdict(float)
         for d in deltas:
             if target_kind(d.target) == "OST":
                 m = measures(d.counters)
                 if m[0] + m[1] > 0:
                     self.bytes[(d.target, d.ts_start)] += m[0] + m[1]
-        self._memo: dict[tuple[object, ...], dict[int, float]] = {}
+        self._memo: dict[tuple[tuple[int, ...], float], dict[int, float]] = {}
 
-    def ratios(self, node: str, jobs: Sequence[int], t: float, evidence: Evidence
-               ) -> dict[int, float]:
+    def ratios(self, jobs: Sequence[int], t: float, evidence: Evidence) -> dict[int, float]:
         """Each job's id-less bytes per own byte on the node around time `t`; {} where the
         reads there do not say (too few with own bytes)."""
         bucket = t // BUCKET
-        key = (node, tuple(sorted(jobs)), bucket)
+        key = (tuple(sorted(jobs)), bucket)
         found = self._memo.get(key)
         if found is None:
             lo, hi = bucket * BUCKET - AROUND, (bucket + 1) * BUCKET + AROUND
-            found = fit(self, lo, hi, node, sorted(jobs), evidence)
+            found = fit(self, lo, hi, key[0], evidence)
             self._memo[key] = found
         return found
 
 
-def fit(blind: NodeBlind, lo: float, hi: float, node: str, jobs: Sequence[int],
-        evidence: Evidence) -> dict[int, float]:
+def fit(blind: NodeBlind, lo: float, hi: float, jobs: Sequence[int], evidence: Evidence
+        ) -> dict[int, float]:
     """The ratios (>= 0) that best explain the blind bytes by the jobs' own bytes, over the
     reads of an OST starting in [lo, hi) in which some job moved bytes by its id (the same
     server reads both entries at once: the same start), blind or not; fit again without
@@ -75,7 +75,7 @@ def fit(blind: NodeBlind, lo: float, hi: float, node: str, jobs: Sequence[int],
     xs: list[dict[tuple[str, float], float]] = []
     for j in jobs:
         x: dict[tuple[str, float], float] = defaultdict(float)
-        for r in evidence.between(node, j, lo, hi):
+        for r in evidence.between(blind.node, j, lo, hi):
             if (r.kind == "OST" and r.m[0] + r.m[1] > 0 and lo <= r.t0 < hi
                     and r.t1 - r.t0 <= WINDOWS[0]):
                 x[(r.target, r.t0)] += r.m[0] + r.m[1]
@@ -155,7 +155,7 @@ def leaks_first(d: DeltaRow, i: int, jobs: Sequence[int], leaks: NodeBlind | Non
     if (leaks is None or i > 1 or d.node is None or target_kind(d.target) != "OST"
             or d.ts_end - d.ts_start > WINDOWS[0]):
         return None  # (an outage's long interval: ids lost in it, not leaks, pair them)
-    leak = leaked(d, i, jobs, leaks.ratios(d.node, jobs, d.ts_end, evidence), evidence)
+    leak = leaked(d, i, jobs, leaks.ratios(jobs, d.ts_end, evidence), evidence)
     if not leak:
         return None
     return with_leaks(fractions, leak, measures(d.counters)[i])

@@ -79,7 +79,7 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
         ev = evidence_index(cands[0], [d for d in ev_rows if d.job == cands[0].job], cands,
                             ev_rows)
         blind = blind_stretches(rows)
-        leaks = NodeBlind(rows)  # one node, one uid
+        leaks = NodeBlind(rows[0].node or "", rows)  # one node, one uid
         for d in rows:
             if not lo < d.ts_end <= hi:
                 continue

@@ -42,7 +42,7 @@ def history(reads=range(2400, 5600, 120), *, leak=1.0, episode=None, length=120)
 
 
 def ratios(own, blind):
-    return fit(NodeBlind(blind), 0.0, 1e9, "n1", [1, 2], ev(*own))
+    return fit(NodeBlind("n1", blind), 0.0, 1e9, [1, 2], ev(*own))
 
 
 def test_the_fit_finds_the_job_that_leaks():
@@ -131,7 +131,7 @@ def test_a_delta_next_to_a_leaking_and_a_clean_job_goes_to_the_leaking_one():
     own, blind = history()
     # the read from 3960: job 1 wrote 2300 bytes by its id on fs-OST0001, job 2 4400
     (delta,) = [d for d in blind if d.ts_start == 3960]
-    e, leaks = ev(*own), NodeBlind(blind)
+    e, leaks = ev(*own), NodeBlind("n1", blind)
     without = split(delta, WRITE, [A, B], e, [(2400.0, 5600.0)], 10000.0)
     with_them = split(delta, WRITE, [A, B], e, [(2400.0, 5600.0)], 10000.0, leaks)
     assert without.fractions[2] > 0.5  # by their rates, job 2 moved more
@@ -140,7 +140,7 @@ def test_a_delta_next_to_a_leaking_and_a_clean_job_goes_to_the_leaking_one():
 
 def test_only_an_osts_bytes_are_weighed_by_leaks():
     own, blind = history()
-    e, leaks = ev(*own), NodeBlind(blind)
+    e, leaks = ev(*own), NodeBlind("n1", blind)
     mdt = row(4000, 4120, target="fs-MDT0000", opens=5)
     assert leaks_first(mdt, 2, [1, 2], leaks, e, {1: 0.5, 2: 0.5}) is None
     assert leaks_first(DELTA, READ, [1, 2], None, e, {1: 0.5, 2: 0.5}) is None
