@@ -64,6 +64,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
 5. attribute.leaks: where the node's reads around the delta show a candidate whose
    processes print no id (its own bytes on an OST come with `:uid:host` bytes there, read
    after read), its ratio x its own bytes in the delta come first; the rest goes as above.
+   In an outage's long read, what the candidates printed on the delta's OST in that read
+   divides the delta first (leaks.in_long_read): ids lost inside it went for all at once.
 
 Every function here is pure; attribute.core calls them and records which rule gave what.
 """
@@ -73,7 +75,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from slurm_io.attribute.leaks import NodeBlind, leaks_first
+from slurm_io.attribute.leaks import NodeBlind, in_long_read, leaks_first
 from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     CAP_SLACK,
     FACETS,
@@ -177,7 +179,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         if sized is not None:
             weights, rule = sized, EVIDENCE
     total = sum(weights.values())
-    fractions = {j: part * w / total for j, w in weights.items()}
+    fractions = in_long_read(d, i, jobs, evidence, part) or {
+        j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
     lift = {j: max(paced.get(j, 0.0), phased.get(j, 0.0)) for j in {*paced, *phased}}

@@ -12,8 +12,14 @@ least-squares fit, with ratios >= 0, over the reads of an OST in which some cand
 moved bytes by its id, blind bytes beside them or none (a read with own bytes and nothing
 blind clears a job; a read with no own bytes tells nothing), fitted again without the
 fifth it explains worst (a stretch of missing ids starting or ending inside a read adds
-bytes no leak shows). An outage's long read (over WINDOWS[0]) neither counts nor is
-weighed: the ids lost inside it put own and blind bytes side by side.
+bytes no leak shows). An outage's long read (over WINDOWS[0]) does not count in the fit:
+the ids lost inside it put own and blind bytes side by side. A ratio learnt from the short
+reads around it holds in it as well, so the leaks come first there too.
+
+In such a long read, a stretch of missing ids inside it takes the same share of every
+job's I/O on the node at once: what each candidate printed by its id on the delta's OST in
+that read is then its share of the blind bytes beside it (`in_long_read`). A delta more than
+LONG_BESIDE times those bytes is not their share: a phase no row shows wrote it.
 
 Where the fit says some candidate leaks, the delta's bytes are first its jobs' ratio x own
 bytes on the delta's target in its read, and only what exceeds that (an episode, a phase
@@ -37,6 +43,7 @@ MIN_LEAK = 0.05  # a ratio below this is no leak (noise of a fit)
 MIN_POINTS = 4  # read intervals with own bytes a fit needs
 DROP = 0.2  # share of the worst-explained intervals the refit leaves out
 SWEEPS = 50  # coordinate descent passes (a handful of unknowns)
+LONG_BESIDE = 4.0  # in a long read, blind bytes up to this many times the own bytes beside them
 
 
 class NodeBlind:
@@ -152,10 +159,28 @@ def leaks_first(d: DeltaRow, i: int, jobs: Sequence[int], leaks: NodeBlind | Non
                 evidence: Evidence, fractions: dict[int, float]) -> dict[int, float] | None:
     """The split of facet `i` of `d` among `jobs` with the leaks first (with_leaks), from
     the other rules' `fractions`; None where it is no OST delta's bytes or no job leaks."""
-    if (leaks is None or i > 1 or d.node is None or target_kind(d.target) != "OST"
-            or d.ts_end - d.ts_start > WINDOWS[0]):
-        return None  # (an outage's long interval: ids lost in it, not leaks, pair them)
+    if leaks is None or i > 1 or d.node is None or target_kind(d.target) != "OST":
+        return None
     leak = leaked(d, i, jobs, leaks.ratios(jobs, d.ts_end, evidence), evidence)
     if not leak:
         return None
     return with_leaks(fractions, leak, measures(d.counters)[i])
+
+
+def in_long_read(d: DeltaRow, i: int, jobs: Sequence[int], evidence: Evidence, part: float
+                 ) -> dict[int, float] | None:
+    """The split of facet `i` of an OST delta read over more than WINDOWS[0] (an outage)
+    in proportion to what each of `jobs` moved by its own id on d's target in that read
+    (`part` of it in all); None where the read is short, nobody printed there, or the delta
+    exceeds LONG_BESIDE times what they printed. The rates around a 20-minute read say
+    little of who did what inside it; the ids lost inside it went missing for every job at
+    once, on the targets each was writing to."""
+    if (i > 1 or d.node is None or target_kind(d.target) != "OST"
+            or d.ts_end - d.ts_start <= WINDOWS[0]):
+        return None
+    own = {j: evidence.amount(d.node, j, [(d.ts_start, d.ts_end)], d.target, "OST", i)
+           for j in jobs}
+    total = sum(own.values())
+    if total <= 0 or measures(d.counters)[i] > LONG_BESIDE * total:
+        return None
+    return {j: part * v / total for j, v in own.items()}

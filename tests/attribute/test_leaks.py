@@ -12,14 +12,16 @@ import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
 from slurm_io.attribute.leaks import (
+    LONG_BESIDE,
     MIN_POINTS,
     NodeBlind,
     fit,
+    in_long_read,
     leaked,
     leaks_first,
     with_leaks,
 )
-from tests.attribute.test_evidence import READ, WRITE, A, B, ev, row
+from tests.attribute.test_evidence import READ, WRITE, A, B, direct_around, ev, row
 
 OSTS = ("fs-OST0000", "fs-OST0001", "fs-OST0002")
 
@@ -145,9 +147,58 @@ def test_only_an_osts_bytes_are_weighed_by_leaks():
     assert leaks_first(mdt, 2, [1, 2], leaks, e, {1: 0.5, 2: 0.5}) is None
     assert leaks_first(DELTA, READ, [1, 2], None, e, {1: 0.5, 2: 0.5}) is None
     assert leaks_first(DELTA, 2, [1, 2], leaks, e, {1: 0.5, 2: 0.5}) is None
-    # an outage's 22-minute read: ids lost in it, not leaks, put own and blind bytes side
-    # by side
-    assert leaks_first(row(2400, 3720, wb=3000), WRITE, [1, 2], leaks, e,
-                       {1: 0.5, 2: 0.5}) is None
     assert leaks_first(row(3960, 4080, target="fs-OST0001", wb=2300), WRITE, [1, 2], leaks,
                        e, {1: 0.5, 2: 0.5}) == pytest.approx({1: 1.0, 2: 0.0})
+
+
+def test_a_ratio_learnt_around_an_outage_holds_in_its_long_read():
+    # the fit leaves the 22-minute read out; job 1's ratio from the reads around it still
+    # says what its id-less processes moved next to its own bytes in it
+    own, blind = history(reads=[*range(2400, 3600, 120), *range(4920, 6000, 120)])
+    own += [row(3600, 4920, job=1, wb=5000), row(3600, 4920, job=2, wb=5000)]
+    delta = row(3600, 4920, wb=8000)
+    e, leaks = ev(*own), NodeBlind("n1", blind)
+    got = leaks_first(delta, WRITE, [1, 2], leaks, e, {1: 0.0, 2: 1.0})
+    # job 1: its own 5000 first; the 3000 beyond by the other rules (all job 2's here)
+    assert got == pytest.approx({1: 5000 / 8000, 2: 3000 / 8000})
+
+
+LONG = row(3600, 4920, wb=6000)  # a blind delta read over 22 minutes (an outage)
+
+# case: (the delta, the jobs' own rows, the split by what each printed beside it)
+IN_LONG_READ = {
+    "in proportion to what each printed on the delta's OST in the read": (
+        LONG, (row(3600, 4920, job=1, wb=3000), row(3600, 4920, job=2, wb=1000)),
+        {1: 0.75, 2: 0.25}),
+    "a job that printed on another OST only: nothing": (
+        LONG, (row(3600, 4920, job=1, wb=3000),
+               row(3600, 4920, job=2, target="fs-OST0001", wb=9000)), {1: 1.0, 2: 0.0}),
+    "nobody printed on the delta's OST: the other rules": (
+        LONG, (row(3600, 4920, job=1, target="fs-OST0001", wb=3000),), None),
+    "over LONG_BESIDE times what they printed: a phase no row shows, the other rules": (
+        row(3600, 4920, wb=round(LONG_BESIDE * 1000 + 1)),
+        (row(3600, 4920, job=1, wb=1000),), None),
+    "the other facet's bytes do not count": (
+        LONG, (row(3600, 4920, job=1, rb=3000),), None),
+    "a read of the usual length: the other rules": (
+        row(3600, 3720, wb=6000), (row(3600, 3720, job=1, wb=3000),), None),
+}
+
+
+@pytest.mark.parametrize("case", IN_LONG_READ.values(), ids=IN_LONG_READ.keys())
+def test_in_an_outages_long_read_the_blind_bytes_go_with_the_own_bytes_beside_them(case):
+    delta, rows, want = case
+    got = in_long_read(delta, WRITE, [1, 2], ev(*rows), 1.0)
+    assert got == (None if want is None else pytest.approx(want))
+
+
+def test_in_a_long_read_the_split_follows_the_bytes_beside_it():
+    # the rates around say job 2 writes ten times more; inside the outage's read only
+    # job 1 printed on the delta's OST, next to the blind bytes
+    own = [*direct_around(1, 0, 3600, per_read=100), *direct_around(2, 0, 3600, per_read=1000),
+           row(3600, 4920, job=1, wb=3000),
+           row(3600, 4920, job=2, target="fs-OST0001", wb=9000),
+           *direct_around(1, 4920, 8000, per_read=100),
+           *direct_around(2, 4920, 8000, per_read=1000)]
+    got = split(LONG, WRITE, [A, B], ev(*own), [(3600.0, 4920.0)], 10000.0)
+    assert got == (pytest.approx({1: 1.0, 2: 0.0}), EVIDENCE)
