@@ -178,9 +178,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         sized = _sized(d, i, weights, evidence)
         if sized is not None:
             weights, rule = sized, EVIDENCE
+    weights = in_long_read(d, i, jobs, evidence) or weights  # rule 8 (attribute.leaks)
     total = sum(weights.values())
-    fractions = in_long_read(d, i, jobs, evidence, part) or {
-        j: part * w / total for j, w in weights.items()}
+    fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
     lift = {j: max(paced.get(j, 0.0), phased.get(j, 0.0)) for j in {*paced, *phased}}

@@ -167,12 +167,12 @@ def leaks_first(d: DeltaRow, i: int, jobs: Sequence[int], leaks: NodeBlind | Non
     return with_leaks(fractions, leak, measures(d.counters)[i])
 
 
-def in_long_read(d: DeltaRow, i: int, jobs: Sequence[int], evidence: Evidence, part: float
+def in_long_read(d: DeltaRow, i: int, jobs: Sequence[int], evidence: Evidence
                  ) -> dict[int, float] | None:
-    """The split of facet `i` of an OST delta read over more than WINDOWS[0] (an outage)
-    in proportion to what each of `jobs` moved by its own id on d's target in that read
-    (`part` of it in all); None where the read is short, nobody printed there, or the delta
-    exceeds LONG_BESIDE times what they printed. The rates around a 20-minute read say
+    """The weights of `jobs` in facet `i` of an OST delta read over more than WINDOWS[0]
+    (an outage): what each moved by its own id on d's target in that read; None where the
+    read is short, nobody printed there, or the delta exceeds LONG_BESIDE times what they
+    printed. The rates around a 20-minute read say
     little of who did what inside it; the ids lost inside it went missing for every job at
     once, on the targets each was writing to."""
     if (i > 1 or d.node is None or target_kind(d.target) != "OST"
@@ -183,4 +183,4 @@ def in_long_read(d: DeltaRow, i: int, jobs: Sequence[int], evidence: Evidence, p
     total = sum(own.values())
     if total <= 0 or measures(d.counters)[i] > LONG_BESIDE * total:
         return None
-    return {j: part * v / total for j, v in own.items()}
+    return own
