@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "jobs.fields", "jobs.hookenv", "jobs.runs", "jobs.sacct", "jobs.spec",
         "jobs.info", "attribute.rows", "attribute.result", "attribute.core", "attribute.evidence",
         "attribute.leaks", "attribute.observed", "attribute.owners", "attribute.phases",
-        "attribute.ranges",
+        "attribute.ranges", "attribute.readings",
         "attribute.sizes", "lassi.metrics", "lassi.summary", "report.counters", "report.jobreport",
         "mail.view", "mail.view_model", "mail.advice", "mail.fmt", "alerts.rules",
     )),

@@ -115,11 +115,12 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
                         narrow.append(d)
         rec[j.job] = (narrow, wide)
         if narrow:
-            lo, hi = min(d.ts_start for d in narrow), max(d.ts_end for d in narrow)
             for n in j.nodes:
                 if j.uid is not None:
-                    _widen(comp_windows, (n, j.uid), lo, hi)
-    # -- competitors: the jobs of the uid on the job's nodes while its deltas ran
+                    _widen(comp_windows, (n, j.uid), j.start - w, end + w)
+    # -- competitors: the jobs of the uid on the job's nodes while its deltas ran, and
+    # within WINDOWS[-1] of its run (which `:uid:host` deltas one job alone can own:
+    # attribute.core.sole_deltas); evidence is fetched for the first only
     node_jobs: dict[tuple[str, int], list[sql.NodeJob]] = defaultdict(list)
     for nj in sql.jobs_by_pair(conn, _frozen(comp_windows)):
         node_jobs[(nj.node, nj.uid)].append(nj)
@@ -131,13 +132,19 @@ def fetch_chunk(conn: psycopg.Connection, jobs: Sequence[JobWindow], now: float
             continue
         lo, hi = min(d.ts_start for d in narrow), max(d.ts_end for d in narrow)
         lo_us, hi_us = _us(lo), _us(hi)
+        assert j.start is not None
+        around = _us(j.start - w), _us(_run_end(j, now) + w)
         comp: dict[int, JobWindow] = {}
+        then: set[int] = set()  # the competitors that ran while its deltas did
         for n in j.nodes:
             for nj in node_jobs.get((n, j.uid), ()):  # type: ignore[call-overload]
-                if (nj.start is not None and nj.start < hi_us
-                        and (nj.end is None or nj.end > lo_us) and nj.job.job not in comp):
+                if (nj.start is not None and nj.start < around[1]
+                        and (nj.end is None or nj.end > around[0])):
                     comp[nj.job.job] = nj.job
-        others = sorted({c.raw_id for c in comp.values() if c.job != j.job})  # raw ids
+                    if nj.start < hi_us and (nj.end is None or nj.end > lo_us):
+                        then.add(nj.job.job)
+        others = sorted({c.raw_id for c in comp.values()
+                         if c.job != j.job and c.job in then})  # raw ids
         plans[j.job] = (list(comp.values()), others, lo, hi)
         for o in others:
             _widen(ev_windows, o, lo - w, hi + w + _EVIDENCE_MARGIN)

@@ -26,6 +26,7 @@ from slurm_io.attribute.evidence import (
     FACETS,
     SINGLE,
     TIME,
+    WINDOWS,
     Evidence,
     Interval,
     Split,
@@ -38,6 +39,7 @@ from slurm_io.attribute.evidence import (
     target_kind,
 )
 from slurm_io.attribute.leaks import NodeBlind
+from slurm_io.attribute.observed import Sole
 from slurm_io.attribute.ranges import Bounds, touches
 from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
@@ -154,9 +156,10 @@ def _node_of(d: DeltaRow, nodes: tuple[str, ...]) -> str | None:
 
 
 def evidence_index(job: JobWindow, direct: Sequence[DeltaRow], competitors: Sequence[JobWindow],
-                   others: Iterable[DeltaRow]) -> Evidence:
+                   others: Iterable[DeltaRow], sole: Iterable[Sole] = ()) -> Evidence:
     """What each candidate did by its own id: the job's direct deltas and `others` (deltas
-    naming the competitors), by node."""
+    naming the competitors), by node; and the `:uid:host` deltas one of them alone can own
+    (`sole`, from sole_deltas)."""
     by_raw = {c.raw_id: c for c in competitors if c.job != job.job}  # deltas name raw ids
     rows = []
     for d in direct:
@@ -170,7 +173,35 @@ def evidence_index(job: JobWindow, direct: Sequence[DeltaRow], competitors: Sequ
         n = _node_of(d, c.nodes)
         if n is not None:
             rows.append((c.job, n, d))
-    return Evidence(rows)
+    return Evidence(rows, sole)
+
+
+def sole_deltas(recovered: Iterable[DeltaRow], jobs: dict[str, list[JobWindow]], now: float,
+                within: Interval) -> list[Sole]:
+    """The `:uid:host` deltas of `recovered` that one job alone can have made: the only job
+    of `jobs` (every job of the uid on each node during `within`) whose run meets the
+    delta's effective interval, its creation included, which lies in `within`; each over
+    the part of that interval the job ran. A user's processes on a compute node run inside
+    their jobs (pam_slurm_adopt), so what one job alone can own is its own, as good as a row
+    by its id: its rates there are its rates (the caps of rule 3, evidence.capped)."""
+    out: list[Sole] = []
+    for d in recovered:
+        if d.node is None:
+            continue
+        a, b = effective(d, created=True)
+        if b <= a or a < within[0] or b > within[1]:
+            continue
+        owner = None
+        for c in jobs.get(d.node, ()):
+            if overlap(a, b, *run_of(c, now)) > 0:
+                if owner is not None:
+                    break
+                owner = c
+        else:
+            if owner is not None:
+                r0, r1 = run_of(owner, now)
+                out.append((owner.job, d.node, (max(a, r0), min(b, r1)), d))
+    return out
 
 
 def _touches(d: DeltaRow, run: Interval) -> bool:
@@ -210,7 +241,8 @@ def attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[De
     """
     return _attribute(job, direct, recovered, competitors, now=now, resolution=resolution,
                       splits=splits,
-                      index=lambda own: evidence_index(job, own, competitors, evidence))
+                      index=lambda own, sole: evidence_index(job, own, competitors, evidence,
+                                                             sole))
 
 
 def attribute_by_time(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
@@ -220,15 +252,15 @@ def attribute_by_time(job: JobWindow, direct: Iterable[DeltaRow], recovered: Ite
     evidence: what the evidence rule is measured against (bench/accuracy.py), never what a
     reader is shown."""
     return _attribute(job, direct, recovered, competitors, now=now, resolution=resolution,
-                      splits=None, index=lambda own: Evidence())
+                      splits=None, index=lambda own, sole: Evidence())
 
 
 def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[DeltaRow],
                competitors: Sequence[JobWindow], *, now: float, resolution: float,
                splits: dict[tuple[Any, ...], Split] | None,
-               index: Callable[[Sequence[DeltaRow]], Evidence]) -> JobIO:
+               index: Callable[[Sequence[DeltaRow], Sequence[Sole]], Evidence]) -> JobIO:
     """The rules of `attribute`; `index` builds the evidence index from the direct deltas
-    (once, when a delta has two candidates or more)."""
+    and the sole deltas (once, when a delta has two candidates or more)."""
     direct = list(direct)
     recovered = list(recovered)
     totals: dict[str, float] = {}
@@ -300,7 +332,11 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
         alone = sum(touches(eff, run_of(c, now)) for c in cands) <= 1
         ids = tuple(sorted(c.job for c in cands))
         if ev is None and len(ids) > 1:
-            ev, leaks = index(direct), leak_index(recovered)
+            # the competitors are every job of the uid on the job's nodes within
+            # WINDOWS[-1] of its run (attribute.batch): who was alone is known there
+            ev = index(direct, sole_deltas(recovered, by_node_jobs, now,
+                                           (run[0] - WINDOWS[-1], run[1] + WINDOWS[-1])))
+            leaks = leak_index(recovered)
         for i, name in enumerate(FACETS):
             if name in present:
                 key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)

@@ -54,9 +54,11 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    activity on the other target kind during the delta divides it (_surprise), else the
    split falls back to time overlap.
 4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
-   within an hour, or its pace, or what its phase is expected to move in the delta
-   (attribute.phases), or its rate in its current phase on the delta's own target when
-   higher (`phases`: its rows in the visible slivers of the blind stretch, any length).
+   within an hour (its sole deltas, the `:uid:host` deltas no other job of the uid can
+   have made, count as its own rows: attribute.core.sole_deltas), or its pace, or what
+   its phase is expected to move in the delta (attribute.phases), or its rate in its
+   current phase on the delta's own target when higher (`phases`: its rows in the visible
+   slivers of the blind stretch, any length).
    What that takes off never goes to a candidate rule 0 ruled out with no row by its id
    near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
    having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
@@ -84,24 +86,26 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     Evidence,
     Interval,
     Row,
-    beside,
-    continuing,
     effective,
     facet,
     measures,
     merge,
     overlap,
-    paced_amounts,
-    phases,
     requests,
     run_of,
     stretch,
     subtract,
     target_kind,
-    unseen,
 )
 from slurm_io.attribute.phases import UNMEASURED as _UNMEASURED
 from slurm_io.attribute.phases import Meeting, beyond_rates, edge_rates, expected_of, meeting
+from slurm_io.attribute.readings import (  # re-exported too
+    beside,
+    continuing,
+    paced_amounts,
+    phases,
+    unseen,
+)
 from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:

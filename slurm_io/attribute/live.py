@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from slurm_io.attribute import sql
-from slurm_io.attribute.core import blind_stretches, evidence_index
+from slurm_io.attribute.core import blind_stretches, evidence_index, sole_deltas
 from slurm_io.attribute.evidence import (
     FACETS,
     WINDOWS,
@@ -72,12 +72,18 @@ def interval_shares(conn: psycopg.Connection, candidates: dict[tuple[int, int], 
     for d in around:
         if d.node in ids and d.uid is not None:
             by_pair[(ids[d.node], d.uid)].append(d)
+    # every job of the uid on the host within the rules' reach: which deltas one alone owns
+    neighbours: dict[tuple[str, int], list[JobWindow]] = defaultdict(list)
+    for nj in sql.jobs_by_pair(conn, {k: (a, b) for k in by_name}):
+        neighbours[(nj.node, nj.uid)].append(nj.job)
     for pair, rows in by_pair.items():
         cands = candidates.get(pair, [])
         if not cands:
             continue
+        node = names[pair[0]]
+        sole = sole_deltas(rows, {node: neighbours.get((node, pair[1]), cands)}, now, (a, b))
         ev = evidence_index(cands[0], [d for d in ev_rows if d.job == cands[0].job], cands,
-                            ev_rows)
+                            ev_rows, sole)
         blind = blind_stretches(rows)
         leaks = NodeBlind(rows[0].node or "", rows)  # one node, one uid
         for d in rows:

@@ -5,9 +5,10 @@ interval arithmetic (overlap, union, difference), the facets a delta is weighed 
 index of each job's directly identified rows per node, sorted by time, with the questions
 the rule asks of it (was the job seen then, its amount in a window, its peak rate, its bytes
 per metadata operation, its rate in the slivers of a blind stretch, any row near an
-interval, its rows in an interval: what attribute.phases rebuilds its phases from), the
-two readings of a blind delta's own interval (`beside`, `paced_amounts`), and what rule 3
-reads besides the peaks (`phases`, `unseen`). Pure.
+interval, its rows in an interval: what attribute.phases rebuilds its phases from); and
+apart, the `:uid:host` deltas one job alone can own (its sole deltas, attribute.core), whose
+rates count among its peaks. The readings of a blind delta's own interval are in
+attribute.readings. Pure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -148,10 +150,16 @@ class Row(NamedTuple):
     n: tuple[float, float]  # read and write requests (`*_bytes_samples`)
 
 
-class Evidence:
-    """Directly identified activity of jobs per (node, job), sorted by time."""
+Sole = tuple[int, str, Interval, "DeltaRow"]  # job, node, when, a `:uid:host` delta it alone owns
 
-    def __init__(self, rows: Iterable[tuple[int, str, DeltaRow]] = ()) -> None:
+
+class Evidence:
+    """Directly identified activity of jobs per (node, job), sorted by time; and apart, the
+    `:uid:host` deltas a job alone can have made (`sole`: no other job of the uid ran on
+    the node then), over the part of the delta's interval the job ran."""
+
+    def __init__(self, rows: Iterable[tuple[int, str, DeltaRow]] = (),
+                 sole: Iterable[Sole] = ()) -> None:
         by: dict[tuple[str, int], list[Row]] = defaultdict(list)
         for job, node, d in rows:
             a, b = effective(d)
@@ -160,6 +168,11 @@ class Evidence:
         self._rows = {k: sorted(v) for k, v in by.items()}
         self._starts = {k: [r.t0 for r in v] for k, v in self._rows.items()}
         self._span = max((r.t1 - r.t0 for v in self._rows.values() for r in v), default=0.0)
+        alone: dict[tuple[str, int], list[Row]] = defaultdict(list)
+        for job, node, (a, b), d in sole:
+            alone[(node, job)].append(Row(a, b, d.target, target_kind(d.target),
+                                          measures(d.counters), requests(d.counters)))
+        self._sole = {k: sorted(v) for k, v in alone.items()}
 
     def seen(self, node: str, job: int, kind: str | None, a: float, b: float) -> bool:
         """Whether the job moved anything by its own id on `node` and `kind` (any kind when
@@ -176,13 +189,18 @@ class Evidence:
                 return True
         return False
 
-    def peak(self, node: str, job: int, kind: str, i: int, lo: float, hi: float
-             ) -> float | None:
+    def peak(self, node: str, job: int, kind: str, i: int, lo: float, hi: float,
+             sole: bool = True) -> float | None:
         """The highest rate (per second) the job showed by its own id on `node` and targets
         of `kind` in a read interval ending in [lo, hi]: bytes (read + write) for facets 0
-        and 1, operations for facet 2. None when it has no such row (never observed)."""
+        and 1, operations for facet 2. None when it has no such row (never observed).
+        With `sole`, its sole deltas count as its own rows: what it did alone, it did (a
+        job that ran only while the ids were missing shows a rate there, or none)."""
         best: float | None = None
-        for r in self._ending_in(node, job, kind, lo, hi):
+        rows = self._ending_in(node, job, kind, lo, hi)
+        if sole and (node, job) in self._sole:
+            rows = chain(rows, _ending_in(self._sole[(node, job)], kind, lo, hi))
+        for r in rows:
             if r.t1 - r.t0 < MIN_OBSERVED / 4:
                 continue
             v = r.m[2] if i == 2 else r.m[0] + r.m[1]
@@ -301,98 +319,11 @@ class Evidence:
         return total
 
 
-def beside(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
-           over: dict[int, float], evidence: Evidence) -> dict[int, float]:
-    """Each candidate's rate of facet `i` by its own id on the delta's own target during
-    the delta's read interval (over the part of it the job ran), times its overlap: a job
-    whose ids went missing in the middle of the interval (a node-wide stretch that begins
-    or ends there, an outage that made the interval 20 minutes long) or whose other
-    processes print no id kept printing its own next to the blind bytes, on the target
-    they went to. At least as much is its expected part."""
-    if i > 1 or d.node is None:
-        return {}
-    a, b = d.ts_start, d.ts_end
-    kind = target_kind(d.target)
-    return {c.job: evidence.amount(d.node, c.job, [(a, b)], d.target, kind, i)
-            * over[c.job] / max(overlap(a, b, *runs[c.job]), 1.0) for c in active}
-
-
-def paced_amounts(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-                  blind: Sequence[Interval]) -> dict[int, float]:
-    """Each candidate's expected amount of byte facet `i` of an OST delta from its pace on
-    the MDT: the metadata operations it made by its own id during the delta times the
-    bytes its I/O carried per operation nearby (Evidence.pace), for the candidates whose
-    OSTs were blind then (no OST row by their id in the interval) and whose MDT was not.
-    An I/O phase that falls wholly in a stretch where the OSTs are blind still opens files
-    on an MDT that is not, while the rates around it show only the compute next to it."""
-    if i > 1 or d.node is None or target_kind(d.target) != "OST":
-        return {}
-    a, b = d.ts_start, d.ts_end
-    out: dict[int, float] = {}
-    for c in active:
-        ops = evidence.amount(d.node, c.job, [(a, b)], None, "MDT", 2)
-        if ops <= 0:
-            continue
-        if evidence.seen(d.node, c.job, "OST", a, b):
-            continue  # its OSTs were not blind then: its rates say more than its pace
-        lo, hi = a - WINDOWS[-1], b + WINDOWS[-1]
-        ratio = evidence.pace(d.node, c.job, i, subtract(lo, hi, merge([*blind, (a, b)])))
-        if ratio > 0:
-            out[c.job] = ops * ratio
-    return out
-
-
-def phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-           blind: Sequence[Interval]) -> dict[int, float]:
-    """Each candidate's rate in its current phase on the delta's own target, where its rows
-    there in the slivers inside the blind stretch around the delta show one
-    (Evidence.phase): a rate rule 3 may not hold it below."""
-    if d.node is None:
-        return {}
-    where = stretch(d.ts_start, d.ts_end, blind)
-    rates = {c.job: evidence.phase(d.node, c.job, d.target, i, where) for c in active}
-    return {j: r for j, r in rates.items() if r is not None}
-
-
-def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-               current: dict[int, float]) -> dict[int, float]:
-    """The candidates' rates in their current phase (`current`, from `phases`) whose own id
-    moved facet `i` on the delta's own target in the read right after the delta (within
-    SLIVER of its end): a phase still going when the ids came back was going during it. Rule 1
-    expects at least that rate of them. (Only after: a phase shown right before the delta
-    may have ended in it, and a task's start-up read, the commonest phase to begin inside
-    a blind stretch, shows only after it; reading both edges cost dense seed 3 0.07.)"""
-    if i > 1 or d.node is None:
-        return {}
-    after = [(d.ts_end, d.ts_end + SLIVER)]
-    kind = target_kind(d.target)
-    return {c.job: current[c.job] for c in active if c.job in current
-            and evidence.amount(d.node, c.job, after, d.target, kind, i) > 0}
-
-
-def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
-           seen: frozenset[int]) -> frozenset[int]:
-    """The candidates rule 0 rules out (others, `seen`, did I/O by their id in the interval; they
-    did none) that have no row at all by their id on the node, of either kind, within NEAR
-    of the read interval, where a busy candidate moved data by its id on the delta's own
-    kind then: a job in an I/O phase on those targets next to one that nothing recorded puts
-    near the delta, so rule 3 must not give the silent one what it takes off the busy. A
-    row, even without data or just outside the interval, shows a job whose ids were not all
-    lost: it stays a possible owner. Where the busy showed only metadata operations, a job
-    silent for its whole phase (computing, then writing while blind) is as likely the owner
-    (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB). Nor in a read
-    interval longer than WINDOWS[0] (the 22-minute outage of every server): a job that
-    computed all that time and wrote in a burst prints no row either (default seed 6: one 92
-    GiB write)."""
-    if d.node is None:
-        return frozenset()
-    a, b = d.ts_start, d.ts_end
-    if b - a > WINDOWS[0]:
-        return frozenset()  # an outage's interval: silent that long says nothing of a job
-    seen = seen & {c.job for c in active}
-    if not seen or len(seen) == len(active):
-        return frozenset()
-    if not any(evidence.seen(d.node, j, target_kind(d.target), a, b) for j in seen):
-        return frozenset()  # the busy only opened files: the bytes may be a silent job's
-    return frozenset(c.job for c in active if c.job not in seen
-                     and not evidence.near(d.node, c.job, a - NEAR, b + NEAR))
+def _ending_in(rows: Sequence[Row], kind: str, lo: float, hi: float) -> Iterator[Row]:
+    """Of a few rows sorted by start (a job's sole deltas), those of `kind` ending in
+    [lo, hi]."""
+    for r in rows:
+        if r.t0 > hi:
+            return
+        if r.kind == kind and lo <= r.t1 <= hi:
+            yield r

@@ -200,7 +200,8 @@ def edge_rates(d: DeltaRow, i: int, weights: dict[int, float], over: dict[int, f
     kind = target_kind(d.target)
     out = {}
     for j in weights:
-        peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED)
+        peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED,
+                             sole=False)
         if peak:
             out[j] = peak * over[j]
     return out

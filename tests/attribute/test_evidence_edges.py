@@ -1,5 +1,5 @@
 """What a candidate did in the slivers of the blind stretch around a delta, and rule 3's
-cap (attribute.evidence with observed.phases, observed.continuing and observed.unseen),
+cap (attribute.evidence with readings.phases, readings.continuing and readings.unseen),
 in tables.
 
 Node n1, uid 1000, jobs 1 and 2 both run 0-10000 s; the blind delta is (4000, 4120] on

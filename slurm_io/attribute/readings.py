@@ -1,0 +1,126 @@
+"""The readings of a blind delta's own interval: what each candidate's own rows say of it.
+
+Rule 1's `beside`, `paced_amounts` and `continuing`, rule 3's `phases`, and the candidates
+rule 0 rules out that rule 3 must not feed (`unseen`): each a question attribute.evidence
+asks of the Evidence index (attribute.observed) about the delta's read interval, as
+opposed to the rates around it. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from slurm_io.attribute.observed import (
+    NEAR,
+    SLIVER,
+    WINDOWS,
+    Evidence,
+    Interval,
+    merge,
+    overlap,
+    stretch,
+    subtract,
+    target_kind,
+)
+
+if TYPE_CHECKING:
+    from slurm_io.attribute.rows import DeltaRow
+    from slurm_io.jobs.info import JobWindow
+
+
+def beside(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
+           over: dict[int, float], evidence: Evidence) -> dict[int, float]:
+    """Each candidate's rate of facet `i` by its own id on the delta's own target during
+    the delta's read interval (over the part of it the job ran), times its overlap: a job
+    whose ids went missing in the middle of the interval (a node-wide stretch that begins
+    or ends there, an outage that made the interval 20 minutes long) or whose other
+    processes print no id kept printing its own next to the blind bytes, on the target
+    they went to. At least as much is its expected part."""
+    if i > 1 or d.node is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    kind = target_kind(d.target)
+    return {c.job: evidence.amount(d.node, c.job, [(a, b)], d.target, kind, i)
+            * over[c.job] / max(overlap(a, b, *runs[c.job]), 1.0) for c in active}
+
+
+def paced_amounts(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+                  blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's expected amount of byte facet `i` of an OST delta from its pace on
+    the MDT: the metadata operations it made by its own id during the delta times the
+    bytes its I/O carried per operation nearby (Evidence.pace), for the candidates whose
+    OSTs were blind then (no OST row by their id in the interval) and whose MDT was not.
+    An I/O phase that falls wholly in a stretch where the OSTs are blind still opens files
+    on an MDT that is not, while the rates around it show only the compute next to it."""
+    if i > 1 or d.node is None or target_kind(d.target) != "OST":
+        return {}
+    a, b = d.ts_start, d.ts_end
+    out: dict[int, float] = {}
+    for c in active:
+        ops = evidence.amount(d.node, c.job, [(a, b)], None, "MDT", 2)
+        if ops <= 0:
+            continue
+        if evidence.seen(d.node, c.job, "OST", a, b):
+            continue  # its OSTs were not blind then: its rates say more than its pace
+        lo, hi = a - WINDOWS[-1], b + WINDOWS[-1]
+        ratio = evidence.pace(d.node, c.job, i, subtract(lo, hi, merge([*blind, (a, b)])))
+        if ratio > 0:
+            out[c.job] = ops * ratio
+    return out
+
+
+def phases(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+           blind: Sequence[Interval]) -> dict[int, float]:
+    """Each candidate's rate in its current phase on the delta's own target, where its rows
+    there in the slivers inside the blind stretch around the delta show one
+    (Evidence.phase): a rate rule 3 may not hold it below."""
+    if d.node is None:
+        return {}
+    where = stretch(d.ts_start, d.ts_end, blind)
+    rates = {c.job: evidence.phase(d.node, c.job, d.target, i, where) for c in active}
+    return {j: r for j, r in rates.items() if r is not None}
+
+
+def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+               current: dict[int, float]) -> dict[int, float]:
+    """The candidates' rates in their current phase (`current`, from `phases`) whose own id
+    moved facet `i` on the delta's own target in the read right after the delta (within
+    SLIVER of its end): a phase still going when the ids came back was going during it. Rule 1
+    expects at least that rate of them. (Only after: a phase shown right before the delta
+    may have ended in it, and a task's start-up read, the commonest phase to begin inside
+    a blind stretch, shows only after it; reading both edges cost dense seed 3 0.07.)"""
+    if i > 1 or d.node is None:
+        return {}
+    after = [(d.ts_end, d.ts_end + SLIVER)]
+    kind = target_kind(d.target)
+    return {c.job: current[c.job] for c in active if c.job in current
+            and evidence.amount(d.node, c.job, after, d.target, kind, i) > 0}
+
+
+def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
+           seen: frozenset[int]) -> frozenset[int]:
+    """The candidates rule 0 rules out (others, `seen`, did I/O by their id in the interval; they
+    did none) that have no row at all by their id on the node, of either kind, within NEAR
+    of the read interval, where a busy candidate moved data by its id on the delta's own
+    kind then: a job in an I/O phase on those targets next to one that nothing recorded puts
+    near the delta, so rule 3 must not give the silent one what it takes off the busy. A
+    row, even without data or just outside the interval, shows a job whose ids were not all
+    lost: it stays a possible owner. Where the busy showed only metadata operations, a job
+    silent for its whole phase (computing, then writing while blind) is as likely the owner
+    (default seed 1: two writes of 80 GiB, the busy paced to 0.1 GiB). Nor in a read
+    interval longer than WINDOWS[0] (the 22-minute outage of every server): a job that
+    computed all that time and wrote in a burst prints no row either (default seed 6: one 92
+    GiB write)."""
+    if d.node is None:
+        return frozenset()
+    a, b = d.ts_start, d.ts_end
+    if b - a > WINDOWS[0]:
+        return frozenset()  # an outage's interval: silent that long says nothing of a job
+    seen = seen & {c.job for c in active}
+    if not seen or len(seen) == len(active):
+        return frozenset()
+    if not any(evidence.seen(d.node, j, target_kind(d.target), a, b) for j in seen):
+        return frozenset()  # the busy only opened files: the bytes may be a silent job's
+    return frozenset(c.job for c in active if c.job not in seen
+                     and not evidence.near(d.node, c.job, a - NEAR, b + NEAR))
