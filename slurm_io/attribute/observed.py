@@ -199,7 +199,7 @@ class Evidence:
         best: float | None = None
         rows = self._ending_in(node, job, kind, lo, hi)
         if sole and (node, job) in self._sole:
-            rows = chain(rows, _ending_in(self._sole[(node, job)], kind, lo, hi))
+            rows = chain(rows, _sole_ending_in(self._sole[(node, job)], kind, lo, hi))
         for r in rows:
             if r.t1 - r.t0 < MIN_OBSERVED / 4:
                 continue
@@ -319,7 +319,7 @@ class Evidence:
         return total
 
 
-def _ending_in(rows: Sequence[Row], kind: str, lo: float, hi: float) -> Iterator[Row]:
+def _sole_ending_in(rows: Sequence[Row], kind: str, lo: float, hi: float) -> Iterator[Row]:
     """Of a few rows sorted by start (a job's sole deltas), those of `kind` ending in
     [lo, hi]."""
     for r in rows:
