@@ -103,7 +103,12 @@ def prepare(dsn: str, user: str, *, required: bool = True) -> list[int]:
     `required`)."""
     from slurm_io.store import accounts
 
-    uid = pwd.getpwnam(user).pw_uid
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        if required:
+            sys.exit(f"{user}: no such OS account (the bench runs requests as that user)")
+        return []  # no account, no request of theirs: --spread counts the others
     with psycopg.connect(dsn) as conn:
         from slurm_io.store import migrate
 
