@@ -56,21 +56,30 @@ def site_venv(pg_base_dir: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def spread_users() -> None:
-    """The OS accounts whose requests bench_service spreads over (budget_groups: alice, bob,
-    carol), created when missing as tests/privacy creates them: the suite's order must not
-    decide whether this bench has them (a fresh machine has only the testbed's alice and
-    bob until tests/privacy runs)."""
+@pytest.fixture(scope="module", autouse=True)
+def bench_accounts() -> None:
+    """The OS accounts the benches run commands as, created when missing as tests/privacy
+    creates them: alice, bob and carol (bench_service spreads its requests over them), carol
+    in the admin group (soak_serve asks as her about everybody's jobs). The suite's order
+    must not decide whether the benches have them: a fresh machine has only the testbed's
+    alice and bob until tests/privacy, which runs after this module."""
     if os.geteuid() != 0:
         return
-    from tests.privacy.test_privacy import _ensure_os_user
+    from tests.privacy.test_privacy import (
+        ADMIN,
+        ADMIN_GROUP,
+        USERS,
+        _ensure_os_user,
+        _run_admin_tool,
+    )
 
-    for name in ("alice", "bob", "carol"):
+    _run_admin_tool(["groupadd", "-f", ADMIN_GROUP])
+    for name in USERS:
         _ensure_os_user(name)
+    _ensure_os_user(ADMIN, (ADMIN_GROUP,))
 
 
-def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path, spread_users: None,
+def test_budget_small_produces_every_figure(pg_dsn: str, site_venv: Path,
                                             tmp_path: Path) -> None:
     """budget.py --small runs bench_parse's timing, bench_cycle (child), bench_ingest,
     bench_show build/run/batch, `jobio top`, bench_exporter scrape, bench_hook, bench_pack,
