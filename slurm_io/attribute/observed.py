@@ -150,6 +150,11 @@ class Row(NamedTuple):
     n: tuple[float, float]  # read and write requests (`*_bytes_samples`)
 
 
+def _row(d: DeltaRow, a: float, b: float) -> Row:
+    """A delta as the index keeps it, over (a, b)."""
+    return Row(a, b, d.target, target_kind(d.target), measures(d.counters), requests(d.counters))
+
+
 Sole = tuple[int, str, Interval, "DeltaRow"]  # job, node, when, a `:uid:host` delta it alone owns
 
 
@@ -162,16 +167,13 @@ class Evidence:
                  sole: Iterable[Sole] = ()) -> None:
         by: dict[tuple[str, int], list[Row]] = defaultdict(list)
         for job, node, d in rows:
-            a, b = effective(d)
-            by[(node, job)].append(Row(a, b, d.target, target_kind(d.target),
-                                       measures(d.counters), requests(d.counters)))
+            by[(node, job)].append(_row(d, *effective(d)))
         self._rows = {k: sorted(v) for k, v in by.items()}
         self._starts = {k: [r.t0 for r in v] for k, v in self._rows.items()}
         self._span = max((r.t1 - r.t0 for v in self._rows.values() for r in v), default=0.0)
         alone: dict[tuple[str, int], list[Row]] = defaultdict(list)
         for job, node, (a, b), d in sole:
-            alone[(node, job)].append(Row(a, b, d.target, target_kind(d.target),
-                                          measures(d.counters), requests(d.counters)))
+            alone[(node, job)].append(_row(d, a, b))
         self._sole = {k: sorted(v) for k, v in alone.items()}
 
     def seen(self, node: str, job: int, kind: str | None, a: float, b: float) -> bool:
