@@ -189,7 +189,8 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     for name, (_, fix, better) in variants.items():
         models[name] = (_placeable(rows, blind_true, blind_given, fix, attributable),
                         _headline(rows, fix, attributable)[0])
-        if name in ("the model oracle's", "the model oracle's, OSTs known only where shown"):
+        if name in ("the model oracle's", "the model oracle's, OSTs known only where shown",
+                    "the data's model (rates, OSTs and spans only as printed)"):
             models[f"per delta the better of the rules' and {name}"] = (
                 _placeable(rows, blind_true, blind_given, better, attributable),
                 _headline(rows, better, attributable)[0])

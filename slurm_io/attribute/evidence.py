@@ -49,16 +49,21 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
    the delta is divided by weight (all of it: see split()). A delta above twice what the
    weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
-   idle around it. Where a candidate was never observed (its run lies wholly in blind
-   time) or no candidate moved that facet in the window, a rise of the candidates'
-   activity on the other target kind during the delta divides it (_surprise), else the
-   split falls back to time overlap.
+   idle around it, after each candidate with a rate has what it can explain; a job that
+   began inside the delta's read interval can explain up to its phase's rate (on all its
+   OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of:
+   a task begun while the ids were missing shows only the OSTs it went on using). Where
+   a candidate was never observed (its run lies wholly in blind time) or no candidate
+   moved that facet in the window, a rise of the candidates' activity on the other
+   target kind during the delta divides it (_surprise), else the split falls back to time
+   overlap.
 4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
    within an hour (its sole deltas, the `:uid:host` deltas no other job of the uid can
    have made, count as its own rows: attribute.core.sole_deltas), or its pace, or what
    its phase is expected to move in the delta (attribute.phases), or its rate in its
    current phase on the delta's own target when higher (`phases`: its rows in the visible
-   slivers of the blind stretch, any length).
+   slivers of the blind stretch, any length), or, when higher, all that its reach (rule 3)
+   allows a job begun inside the read interval.
    What that takes off never goes to a candidate rule 0 ruled out with no row by its id
    near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
    having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
@@ -98,7 +103,14 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     target_kind,
 )
 from slurm_io.attribute.phases import UNMEASURED as _UNMEASURED
-from slurm_io.attribute.phases import Meeting, beyond_rates, edge_rates, expected_of, meeting
+from slurm_io.attribute.phases import (
+    Meeting,
+    beyond_rates,
+    edge_rates,
+    expected_of,
+    meeting,
+    reach_of,
+)
 from slurm_io.attribute.readings import (  # re-exported too
     beside,
     continuing,
@@ -158,6 +170,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     jobs = [c.job for c in active]
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
     phased = expected_of(d, met, jobs)
+    reach = reach_of(d, met, runs)  # rules 2 and 3: what a job begun inside it can explain
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
                               met)
     rule = EVIDENCE
@@ -177,7 +190,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             weights = beyond_rates(amount, weights, excluded, over,
                                    edge_rates(d, i, weights, over, evidence, blind),
-                                   _surprise(d, active, evidence, excluded))
+                                   _surprise(d, active, evidence, excluded), reach)
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
         if sized is not None:
@@ -189,7 +202,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
     lift = {j: max(paced.get(j, 0.0), phased.get(j, 0.0)) for j in {*paced, *phased}}
     out = capped(d, i, fractions, over_read, evidence, lift, current,
-                 unseen(d, active, evidence, seen))
+                 unseen(d, active, evidence, seen), reach)
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     first = leaks_first(d, i, jobs, leaks, evidence, out)
@@ -332,13 +345,14 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
 
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
            evidence: Evidence, paced: dict[int, float] | None = None,
-           phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset()
-           ) -> dict[int, float]:
+           phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset(),
+           reach: dict[int, float] | None = None) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
     writes, operations for the rest), or its amount in `paced` (its pace, or what its
     phase is expected to move in the delta: attribute.phases), or its rate in its current
-    phase on the delta's target (`phases`) when higher: what it can not have done goes to the
+    phase on the delta's target (`phases`) when higher, or its `reach` (phases.reach_of,
+    not doubled: a bound already) when higher still: what it can not have done goes to the
     candidates that can, in proportion to what they had, never to the `unseen` (ruled
     out by rule 0 with no row near the delta); where no candidate can, the rest is shared
     in proportion to their peaks (by time when no candidate showed any)."""
@@ -350,9 +364,9 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     caps: dict[int, float] = {}
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
-        caps[j] = float("inf") if peak is None else CAP_SLACK * max(
+        caps[j] = float("inf") if peak is None else max(CAP_SLACK * max(
             peak * over[j], (paced or {}).get(j, 0.0),
-            (phases or {}).get(j, 0.0) * over[j]) / amount
+            (phases or {}).get(j, 0.0) * over[j]), (reach or {}).get(j, 0.0)) / amount
     if all(c == float("inf") for c in caps.values()):
         return fractions
     out = dict(fractions)

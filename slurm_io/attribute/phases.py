@@ -175,6 +175,23 @@ def expected_of(d: DeltaRow, found: Meeting | None, jobs: Sequence[int]) -> dict
     return out if sum(out.values()) > 0 else {}
 
 
+def reach_of(d: DeltaRow, found: Meeting | None, runs_of: dict[int, Interval]
+             ) -> dict[int, float]:
+    """The most the phase of each job that began inside `d`'s read interval can have moved
+    in it: the rate its rows show after, on its OSTs together, times its overlap, on
+    whichever OST. A task that begins while the ids are missing shows only the OSTs it
+    went on using: which ones its start-up read used, no row says."""
+    if found is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    out = {}
+    for j, phases in found.items():
+        s0 = runs_of[j][0]
+        if a <= s0 <= b:
+            out[j] = sum((p.rate or 0.0) * ov for p, ov in phases if p.t0 == s0)
+    return out
+
+
 def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int, Interval],
              evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
     """Each candidate's expected part of byte facet `i` of OST delta `d` from its phases
@@ -211,15 +228,16 @@ UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measu
 
 
 def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
-                 over: dict[int, float], edge: dict[int, float], surprise: dict[int, float]
-                 ) -> dict[int, float]:
+                 over: dict[int, float], edge: dict[int, float], surprise: dict[int, float],
+                 reach: dict[int, float] | None = None) -> dict[int, float]:
     """Weights once each candidate's rate has been held to what it can explain.
 
     `expected` is what each candidate's own rate around the delta predicts for it. A delta
     far above what the rates predict holds I/O none of the measured rates shows: a burst
     of a job that was idle (by its id) around the blind stretch. Each candidate with a rate
     is given at most CAP_SLACK x its expected amount (or what its rate at the edges of the
-    blind stretch predicts, `edge`, when higher); the rest goes to the candidates that
+    blind stretch predicts, `edge`, when higher), or its `reach` (`reach_of`: a bound, not
+    doubled) when higher still; the rest goes to the candidates that
     showed no rate there (and were not ruled out by rule 0), in proportion to how much
     their activity on the other target kind rose during the delta (`surprise`), else by
     time overlap. Where every candidate has a rate, the weights stay as they are.
@@ -229,12 +247,13 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
     total = sum(expected.values())
     if total <= 0 or amount <= CAP_SLACK * total:
         return expected
-    can = {j: max(w, edge.get(j, 0.0)) if w > 0 else 0.0 for j, w in expected.items()}
+    can = {j: max(CAP_SLACK * max(w, edge.get(j, 0.0)), (reach or {}).get(j, 0.0))
+           if w > 0 else 0.0 for j, w in expected.items()}
     idle = [j for j, w in can.items() if w <= 0 and j not in excluded]
-    if not idle or amount <= CAP_SLACK * sum(can.values()):
+    if not idle or amount <= sum(can.values()):
         return expected
-    rest = amount - CAP_SLACK * sum(can.values())
-    out = {j: CAP_SLACK * w for j, w in can.items()}
+    rest = amount - sum(can.values())
+    out = dict(can)
     hint = {j: surprise.get(j, 0.0) for j in idle}
     basis = hint if sum(hint.values()) > 0 else {j: over[j] for j in idle}
     norm = sum(basis.values())
