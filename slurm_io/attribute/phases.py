@@ -237,10 +237,10 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
     of a job that was idle (by its id) around the blind stretch. Each candidate with a rate
     is given at most CAP_SLACK x its expected amount (or what its rate at the edges of the
     blind stretch predicts, `edge`, when higher), or its `reach` (`reach_of`: a bound, not
-    doubled) when higher still; the rest goes to the candidates that
-    showed no rate there (and were not ruled out by rule 0), in proportion to how much
-    their activity on the other target kind rose during the delta (`surprise`), else by
-    time overlap. Where every candidate has a rate, the weights stay as they are.
+    doubled) when higher still; the rest goes to the candidates that showed no rate there
+    (and were not ruled out by rule 0), in proportion to how much their activity on the
+    other target kind rose during the delta (`surprise`), else by time overlap. Where every
+    candidate has a rate, the weights stay as they are.
     """
     if UNMEASURED & excluded or amount <= 0:
         return expected
