@@ -343,7 +343,9 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
                 s = splits.get(key) if splits is not None else None
                 if s is None:
                     s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now,
-                              leaks.get(d.node) if leaks is not None else None)
+                              leaks.get(d.node) if leaks is not None else None,
+                              [run_of(c, now) for c in by_node_jobs.get(d.node, [])
+                               if c not in cands])
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule

@@ -82,6 +82,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from slurm_io.attribute.joint import filled
 from slurm_io.attribute.leaks import NodeBlind, in_long_read, leaks_first
 from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     CAP_SLACK,
@@ -137,10 +138,13 @@ class Split(NamedTuple):
 
 
 def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Evidence,
-          blind: Sequence[Interval], now: float, leaks: NodeBlind | None = None) -> Split:
+          blind: Sequence[Interval], now: float, leaks: NodeBlind | None = None,
+          others: Sequence[Interval] = ()) -> Split:
     """How facet `i` of `:uid:host` delta `d` divides among `candidates` (jobs of the uid on
     d's node). `blind`: sorted disjoint stretches in which the uid's activity of d's kind on
-    that node went to `:uid:host` entries (d's own interval included or not)."""
+    that node went to `:uid:host` entries (d's own interval included or not). `leaks`: the
+    uid's blind OST reads on the node; `others`: the runs of its other jobs there (the
+    candidates that do not meet the delta count as such too)."""
     runs = {c.job: run_of(c, now) for c in candidates}
     active: list[JobWindow] = []
     for created in (True, False):
@@ -171,6 +175,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
     phased = expected_of(d, met, jobs)
     reach = reach_of(d, met, runs)  # rules 2 and 3: what a job begun inside it can explain
+    others = [*others, *(runs[c.job] for c in candidates if c not in active)]
+    met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
                               met)
     rule = EVIDENCE

@@ -47,17 +47,24 @@ LONG_BESIDE = 4.0  # in a long read, blind bytes up to this many times the own b
 
 
 class NodeBlind:
-    """The uid's `:uid:host` OST bytes on `node` per (target, start of the read), with a
-    memo of the fits (one per candidate set and 10 minutes)."""
+    """The uid's `:uid:host` OST bytes on `node` per (target, start of the read) and per
+    target read after read, with a memo of the fits (one per candidate set and 10
+    minutes)."""
 
     def __init__(self, node: str, deltas: Iterable[DeltaRow]) -> None:
         self.node = node
         self.bytes: dict[tuple[str, float], float] = defaultdict(float)
+        # target -> its reads with blind bytes, (start, end, read, written), by start
+        # (attribute.joint reads an OST's course)
+        self.reads: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
         for d in deltas:
             if target_kind(d.target) == "OST":
                 m = measures(d.counters)
                 if m[0] + m[1] > 0:
                     self.bytes[(d.target, d.ts_start)] += m[0] + m[1]
+                    self.reads[d.target].append((d.ts_start, d.ts_end, m[0], m[1]))
+        for reads in self.reads.values():
+            reads.sort()
         self._memo: dict[tuple[tuple[int, ...], float], dict[int, float]] = {}
 
     def ratios(self, jobs: Sequence[int], t: float, evidence: Evidence) -> dict[int, float]:
@@ -93,15 +100,15 @@ def fit(blind: NodeBlind, lo: float, hi: float, jobs: Sequence[int], evidence: E
     table = [[x.get(k, 0.0) for k in points] for x in xs]
     y = [blind.bytes.get(k, 0.0) for k in points]
     keep = range(len(points))
-    ratios = _nnls(table, y, keep)
+    ratios = nnls(table, y, keep)
     residual = sorted(keep, key=lambda k: abs(
         y[k] - sum(r * x[k] for r, x in zip(ratios, table, strict=True))))
     keep = residual[:max(MIN_POINTS, round(len(points) * (1 - DROP)))]
-    ratios = _nnls(table, y, keep)
+    ratios = nnls(table, y, keep)
     return {j: r for j, r in zip(jobs, ratios, strict=True)}
 
 
-def _nnls(xs: Sequence[Sequence[float]], y: Sequence[float], points: Sequence[int]
+def nnls(xs: Sequence[Sequence[float]], y: Sequence[float], points: Sequence[int]
           ) -> list[float]:
     """Least squares with every ratio >= 0, by coordinate descent (a handful of unknowns)."""
     n = len(xs)
