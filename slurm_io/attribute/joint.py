@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from slurm_io.attribute.leaks import nnls
 from slurm_io.attribute.observed import Interval, overlap, stretch
-from slurm_io.attribute.phases import EDGE, Meeting, Phase
+from slurm_io.attribute.phases import Meeting, Phase, rate_on, span
 
 if TYPE_CHECKING:
     from slurm_io.attribute.leaks import NodeBlind
@@ -84,11 +84,6 @@ def _nothing(a: float, b: float, out: list[Read]) -> None:
     n = max(1, round((b - a) / PERIOD))
     step = (b - a) / n
     out.extend((a + k * step, a + (k + 1) * step, 0.0) for k in range(n))
-
-
-def _span(p: Phase, run: Interval) -> Interval:
-    """The phase's span as the delta's overlaps count it (phases.meeting): ± EDGE, in its run."""
-    return max(p.t0 - EDGE, run[0]), min(p.t1 + EDGE, run[1])
 
 
 def _cosine(x: Sequence[float], y: Sequence[float]) -> float:
@@ -150,7 +145,7 @@ def filled(d: DeltaRow, i: int, met: Meeting | None, runs_of: dict[int, Interval
     elsewhere. `others`: the runs of the uid's jobs on the node that are no candidates."""
     if met is None or leaks is None or i > 1:
         return met
-    unknown = {j: [_span(p, runs_of[j]) for p, _ in v if p.rate is None]
+    unknown = {j: [span(p, runs_of[j]) for p, _ in v if p.rate is None]
                for j, v in met.items()}
     unknown = {j: s for j, s in unknown.items() if s}
     fence = _fence(d, others)
@@ -166,9 +161,9 @@ def filled(d: DeltaRow, i: int, met: Meeting | None, runs_of: dict[int, Interval
     known_in_delta = 0.0
     for j, v in met.items():
         for p, ov in v:
-            if p.rate and d.target in p.osts:
-                s = _span(p, runs_of[j])
-                per_ost = p.rate / len(p.osts)
+            per_ost = rate_on(p, d.target)
+            if per_ost:
+                s = span(p, runs_of[j])
                 known_in_delta += per_ost * ov
                 for k, (t0, t1, _) in enumerate(reads):
                     known[k] += per_ost * overlap(t0, t1, *s)

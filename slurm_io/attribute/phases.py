@@ -151,12 +151,24 @@ def meeting(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int,
         start = s0 if lo <= s0 <= b else None
         mine = []
         for p in runs(rows, i, blind, start):
-            ov = overlap(a, b, max(p.t0 - EDGE, s0), min(p.t1 + EDGE, s1))
+            ov = overlap(a, b, *span(p, (s0, s1)))
             if ov > 0:
                 mine.append((p, ov))
         if mine:
             found[c.job] = mine
     return found
+
+
+def span(p: Phase, run: Interval) -> Interval:
+    """The phase's span as a delta's overlap with it counts: ± EDGE (servers read at
+    different moments), inside the job's run."""
+    return max(p.t0 - EDGE, run[0]), min(p.t1 + EDGE, run[1])
+
+
+def rate_on(p: Phase, target: str) -> float:
+    """The phase's rate on one OST (its rate shared evenly by its OSTs); 0 where it moved
+    nothing there or its rate is unknown."""
+    return p.rate / len(p.osts) if p.rate and target in p.osts else 0.0
 
 
 def expected_of(d: DeltaRow, found: Meeting | None, jobs: Sequence[int]) -> dict[int, float]:
@@ -170,8 +182,7 @@ def expected_of(d: DeltaRow, found: Meeting | None, jobs: Sequence[int]) -> dict
     out = {j: 0.0 for j in jobs}
     for j, phases in mine:
         for p, ov in phases:
-            if p.rate and d.target in p.osts:
-                out[j] += p.rate * ov / len(p.osts)
+            out[j] += rate_on(p, d.target) * ov
     return out if sum(out.values()) > 0 else {}
 
 
