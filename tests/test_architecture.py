@@ -43,7 +43,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "attribute.joint", "attribute.leaks", "attribute.observed", "attribute.owners",
         "attribute.phases",
         "attribute.ranges", "attribute.readings",
-        "attribute.sizes", "lassi.metrics", "lassi.summary", "report.counters", "report.jobreport",
+        "attribute.sizes", "attribute.sole_owner", "lassi.metrics", "lassi.summary",
+        "report.counters", "report.jobreport",
         "mail.view", "mail.view_model", "mail.advice", "mail.fmt", "alerts.rules",
     )),
     ("stores and adapters", (

@@ -43,6 +43,7 @@ from slurm_io.attribute.observed import Sole
 from slurm_io.attribute.ranges import Bounds, touches
 from slurm_io.attribute.result import JobIO  # re-exported: the rules' result type
 from slurm_io.attribute.rows import DeltaRow
+from slurm_io.attribute.sole_owner import owned_split
 from slurm_io.counter_names import METADATA_OPS  # not model (issue 25: start-up)
 from slurm_io.jobs.info import JobWindow
 from slurm_io.timebuckets import spread_buckets
@@ -342,10 +343,10 @@ def _attribute(job: JobWindow, direct: Iterable[DeltaRow], recovered: Iterable[D
                 key = (d.node, d.target, d.ts_start, d.ts_end, d.uid, i, ids)
                 s = splits.get(key) if splits is not None else None
                 if s is None:
-                    s = split(d, i, cands, ev or _NO_EVIDENCE, holes, now,
-                              leaks.get(d.node) if leaks is not None else None,
-                              [run_of(c, now) for c in by_node_jobs.get(d.node, [])
-                               if c not in cands])
+                    s = owned_split(d, i, cands, ev or _NO_EVIDENCE, holes, now,
+                                    leaks.get(d.node) if leaks is not None else None,
+                                    [run_of(c, now) for c in by_node_jobs.get(d.node, [])
+                                     if c not in cands])
                     if splits is not None and len(ids) > 1:
                         splits[key] = s
                 f[i], rules[i] = s.fractions.get(job.job, 0.0), s.rule

@@ -26,12 +26,12 @@ from slurm_io.attribute.evidence import (
     effective,
     facet,
     run_of,
-    split,
     target_kind,
 )
 from slurm_io.attribute.leaks import NodeBlind
 from slurm_io.attribute.ranges import touches
 from slurm_io.attribute.rows import DeltaRow
+from slurm_io.attribute.sole_owner import owned_split
 from slurm_io.jobs.info import JobWindow
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def fractions(d: DeltaRow, cands: Sequence[JobWindow], ev: Evidence,
     for i, name in enumerate(FACETS):
         if name not in present:
             continue
-        s = split(d, i, cands, ev, holes, now, leaks)
+        s = owned_split(d, i, cands, ev, holes, now, leaks)
         for job, f in s.fractions.items():
             parts.setdefault(job, [0.0, 0.0, 0.0])[i] = f
     return {j: (f[0], f[1], f[2]) for j, f in parts.items()}

@@ -4,7 +4,8 @@ have made is its one job's, and its rate there counts among the job's peaks (rul
 Node n1, uid 1000 (test_evidence.py). In the split tests job 1 runs 0-10000 s and prints no
 id at all (its processes lost it: ranks started outside srun); job 2 runs 5000-10000 s and
 writes 100 bytes per read by its own id around the shared delta. Alone before 5000, job 1
-wrote 120 bytes in a read: 1 byte/s.
+wrote 720 bytes in a read: 6 bytes/s (its cap, 1440 of the shared 12000, is more than the
+tenth attribute.sole_owner takes for a crumb).
 """
 
 from __future__ import annotations
@@ -82,13 +83,13 @@ SHARED = row(6000, 6120, wb=12000)
 
 def test_a_job_is_held_to_twice_the_rate_its_sole_deltas_show():
     # 12000 bytes while job 2 writes 100 a read by its id: rule 2 gives the rest beyond
-    # twice that to job 1, idle by its id; its sole delta says it writes 1 byte/s
-    alone = row(3000, 3120, wb=120)
+    # twice that to job 1, idle by its id; its sole delta says it writes 6 bytes/s
+    alone = row(3000, 3120, wb=720)
     one = attribute(A, [], [alone, SHARED], [A, B], now=20000, evidence=_own(2))
     two = attribute(B, _own(2), [alone, SHARED], [A, B], now=20000)
-    assert one.totals["write_bytes"] == pytest.approx(120 + 2 * 120, abs=2)
+    assert one.totals["write_bytes"] == pytest.approx(720 + 2 * 720, abs=2)
     own = sum(r.counters["write_bytes"] for r in _own(2))
-    assert two.totals["write_bytes"] == pytest.approx(own + 12000 - 240, abs=2)
+    assert two.totals["write_bytes"] == pytest.approx(own + 12000 - 1440, abs=2)
 
 
 def test_a_delta_another_job_may_have_made_holds_no_one():
@@ -116,7 +117,7 @@ def test_the_batch_and_a_job_alone_know_who_was_alone(db_dsn, third_runs):
         if third_runs:
             jobs.append(_job(33, T0 + 300, T0 + 900))
         upsert_jobs(conn, jobs)
-        rows = [(T0 + 600, f":{uid}:n1", 120, MISSING),
+        rows = [(T0 + 600, f":{uid}:n1", 720, MISSING),
                 (T0 + 2400, f":{uid}:n1", 12000, MISSING)]
         # job 32: 100 bytes a read by its id, and once a burst as large (its peak, out of
         # the ten minutes its rate around the shared delta is read from)
@@ -137,5 +138,5 @@ def test_the_batch_and_a_job_alone_know_who_was_alone(db_dsn, third_runs):
         first = got[_key(conn, 31)]
     if third_runs:  # job 31 shows no rate: the burst beyond job 32's is its (rule 2)
         assert first > 0.9 * 12000
-    else:  # held to twice the byte a second its sole delta shows
-        assert first == pytest.approx(120 + 240, abs=2)
+    else:  # held to twice the 6 bytes a second its sole delta shows
+        assert first == pytest.approx(720 + 1440, abs=2)
