@@ -74,7 +74,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    In an outage's long read, what the candidates printed on the delta's OST in that read
    divides the delta first (leaks.in_long_read): ids lost inside it went for all at once.
 
-Every function here is pure; attribute.core calls them and records which rule gave what.
+Every function here is pure; attribute.core calls them and records which rule gave what
+(split through attribute.sole_owner: rule 9, crumbs next to a clear owner go to the others).
 """
 
 from __future__ import annotations
