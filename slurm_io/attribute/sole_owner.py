@@ -17,9 +17,10 @@ points over placeable bytes with CRUMB alone). Only on the rules' evidence split
 by time says nothing of who moved the bytes.
 
 Measured on bench/accuracy.py's twelve scenario-seeds 1-4 (docs/attribution.md, issue 21's
-eleventh round): the per-job p90 over placeable bytes falls on eleven of them, and no figure
-over placeable bytes and no distance to the ceiling moves the wrong way; the headline of
-dense seed 2 loses 0.02 points, in deltas whose owner printed its id nowhere.
+eleventh round): the per-job p90 over placeable bytes falls on the eight where it was not
+0 (dense and leaky), and no figure over placeable bytes and no distance to the ceiling
+moves the wrong way; the headline of dense seed 2 loses 0.02 points, in deltas whose owner
+printed its id nowhere.
 """
 
 from __future__ import annotations
