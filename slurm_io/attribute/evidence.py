@@ -30,6 +30,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
      times the bytes its I/O carried per operation nearby (blind stretches taken out);
      an I/O phase that falls wholly in a stretch of blind OSTs still opens files on an
      MDT that is not blind, while its rates around show only the compute next to it;
+     not where the candidate's phases meeting the delta show OST bytes and none of the
+     facet (phases.moving_none: reading then, it was not writing);
    - beside: what a candidate moved by its own id on the delta's own target in the
      delta's read interval (ids lost mid-interval, the outage's long interval, processes
      that never had the id) is at least its expected part.
@@ -111,6 +113,7 @@ from slurm_io.attribute.phases import (
     edge_rates,
     expected_of,
     meeting,
+    moving_none,
     reach_of,
 )
 from slurm_io.attribute.readings import (  # re-exported too
@@ -174,6 +177,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     current = phases(d, i, active, evidence, blind)
     jobs = [c.job for c in active]
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
+    none = moving_none(met)  # a phase that shows reading moves no writes: no pace for it
+    paced = {j: v for j, v in paced.items() if j not in none}
     phased = expected_of(d, met, jobs)
     reach = reach_of(d, met, runs)  # rules 2 and 3: what a job begun inside it can explain
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]

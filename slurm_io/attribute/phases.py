@@ -186,6 +186,18 @@ def expected_of(d: DeltaRow, found: Meeting | None, jobs: Sequence[int]) -> dict
     return out if sum(out.values()) > 0 else {}
 
 
+def moving_none(found: Meeting | None) -> frozenset[int]:
+    """The candidates whose phases meeting the delta all show OST bytes by their id and none
+    of the delta's facet: a job reading then was not writing. A pace (bytes per metadata
+    operation, attribute.readings.paced_amounts) is learnt from any of the job's phases
+    within an hour; these jobs' own rows say it does not hold now (leaky seed 2: a task
+    begun inside the delta, reading on two other OSTs after it, was paced at 22 GB of the
+    41 GiB another job wrote)."""
+    if not found:
+        return frozenset()
+    return frozenset(j for j, phases in found.items() if all(p.rate == 0.0 for p, _ in phases))
+
+
 def reach_of(d: DeltaRow, found: Meeting | None, runs_of: dict[int, Interval]
              ) -> dict[int, float]:
     """The most the phase of each job that began inside `d`'s read interval can have moved

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.phases import expected, runs
+from slurm_io.attribute.phases import Phase, expected, moving_none, runs
 from slurm_io.jobs.info import JobWindow
 from tests.attribute.test_evidence import WRITE, A, B, ev, row
 
@@ -125,3 +125,40 @@ def test_the_split_follows_the_phases_where_the_rates_around_do_not():
     s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
+
+
+# case: (job 1's phases meeting the delta as (rate of the delta's facet, its OSTs), whether
+#        its rows say it moved none of that facet then)
+MOVING_NONE = {
+    "a phase reading on the OSTs, none written": ([(0.0, {"fs-OST0001"})], True),
+    "a phase writing": ([(100.0, {"fs-OST0001"})], False),
+    "a phase shown on the MDT only: its bytes unknown": ([(None, set())], False),
+    "two phases, one of them writing": ([(0.0, {"fs-OST0001"}), (100.0, {"fs-OST0002"})],
+                                        False),
+    "two phases, neither writing": ([(0.0, {"fs-OST0001"}), (0.0, {"fs-OST0002"})], True),
+}
+
+
+@pytest.mark.parametrize("case", MOVING_NONE.values(), ids=MOVING_NONE.keys())
+def test_a_phase_whose_rows_show_none_of_the_facet_moved_none_of_it(case):
+    phases, none = case
+    found = {1: [(Phase(3760.0, 4360.0, rate, frozenset(osts)), 120.0) for rate, osts in phases]}
+    assert moving_none(found) == (frozenset({1}) if none else frozenset())
+    assert moving_none(None) == frozenset() and moving_none({}) == frozenset()
+
+
+def test_a_job_reading_then_is_not_paced_at_the_writes_of_its_other_phases():
+    # Job 1 wrote 24000 bytes per open an hour before (2 opens, 48000 bytes) and reads
+    # 1200 bytes per read on fs-OST0001 around the stretch, opening 2 files during the
+    # delta; job 2's phase shows on the MDT only. Paced at its old writes, job 1 was
+    # expected the whole delta (48000 against 24000); its rows say it was reading: job 2,
+    # the one whose bytes no row shows, gets what job 1's rates cannot explain (rule 2:
+    # job 1 at most twice its 1200 bytes per read at the stretch's edges).
+    rows = [row(1000, 1120, job=1, target="fs-OST0003", wb=48000),
+            row(1000, 1120, job=1, target=MDT, opens=2),
+            *around(1, target="fs-OST0001", wb=0, rb=1200),
+            row(4000, 4120, job=1, target=MDT, opens=2),
+            *[row(t, t + 120, job=2, target=MDT, opens=3) for t in range(3400, 4720, 120)]]
+    s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 2400 / 24000, 2: 21600 / 24000})
