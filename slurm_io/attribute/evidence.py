@@ -170,7 +170,6 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         return Split({}, SINGLE)
     if len(active) == 1:
         return Split({active[0].job: part}, SINGLE)
-    paced = paced_amounts(d, i, active, evidence, blind)
     # read once for rules 0, 1 and 3: who did I/O by id then; rates in current phases
     seen = frozenset(c.job for c in active if d.node is not None
                      and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
@@ -178,7 +177,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     jobs = [c.job for c in active]
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
     none = moving_none(met)  # a phase that shows reading moves no writes: no pace for it
-    paced = {j: v for j, v in paced.items() if j not in none}
+    paced = paced_amounts(d, i, [c for c in active if c.job not in none], evidence, blind)
     phased = expected_of(d, met, jobs)
     reach = reach_of(d, met, runs)  # rules 2 and 3: what a job begun inside it can explain
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]

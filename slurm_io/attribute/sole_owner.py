@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from slurm_io.attribute.evidence import EVIDENCE, Evidence, Split, split
-from slurm_io.attribute.leaks import NodeBlind
+from slurm_io.attribute.evidence import EVIDENCE, Split, split
 
 if TYPE_CHECKING:
-    from slurm_io.attribute.observed import Interval
+    from slurm_io.attribute.leaks import NodeBlind
+    from slurm_io.attribute.observed import Evidence, Interval
     from slurm_io.attribute.rows import DeltaRow
     from slurm_io.jobs.info import JobWindow
 
