@@ -65,7 +65,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    its phase is expected to move in the delta (attribute.phases), or its rate in its
    current phase on the delta's own target when higher (`phases`: its rows in the visible
    slivers of the blind stretch, any length), or, when higher, all that its reach (rule 3)
-   allows a job begun inside the read interval.
+   allows a job begun inside the read interval. Not the one candidate whose phase
+   meeting the delta is shown on the MDT only and has no pace (phases.unbounded): its
+   peaks are its other phases'.
    What that takes off never goes to a candidate rule 0 ruled out with no row by its id
    near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
    having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
@@ -115,6 +117,7 @@ from slurm_io.attribute.phases import (
     meeting,
     moving_none,
     reach_of,
+    unbounded,
 )
 from slurm_io.attribute.readings import (  # re-exported too
     beside,
@@ -180,6 +183,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     paced = paced_amounts(d, i, [c for c in active if c.job not in none], evidence, blind)
     phased = expected_of(d, met, jobs)
     reach = reach_of(d, met, runs)  # rules 2 and 3: what a job begun inside it can explain
+    free = unbounded(met, paced)  # rule 3: a phase shown on the MDT only is not held to peaks
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
@@ -213,7 +217,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
     lift = {j: max(paced.get(j, 0.0), phased.get(j, 0.0)) for j in {*paced, *phased}}
     out = capped(d, i, fractions, over_read, evidence, lift, current,
-                 unseen(d, active, evidence, seen), reach)
+                 unseen(d, active, evidence, seen), reach, free)
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):
         rule = EVIDENCE  # the peaks moved part of it: that is evidence too
     first = leaks_first(d, i, jobs, leaks, evidence, out)
@@ -357,16 +361,18 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
            evidence: Evidence, paced: dict[int, float] | None = None,
            phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset(),
-           reach: dict[int, float] | None = None) -> dict[int, float]:
+           reach: dict[int, float] | None = None, free: frozenset[int] = frozenset()
+           ) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
     writes, operations for the rest), or its amount in `paced` (its pace, or what its
     phase is expected to move in the delta: attribute.phases), or its rate in its current
     phase on the delta's target (`phases`) when higher, or its `reach` (phases.reach_of,
-    not doubled: a bound already) when higher still: what it can not have done goes to the
-    candidates that can, in proportion to what they had, never to the `unseen` (ruled
-    out by rule 0 with no row near the delta); where no candidate can, the rest is shared
-    in proportion to their peaks (by time when no candidate showed any)."""
+    not doubled: a bound already) when higher still; none for the `free` (phases.unbounded:
+    its phase is shown on the MDT only, its peaks are other phases'): what it can not have
+    done goes to the candidates that can, in proportion to what they had, never to the
+    `unseen` (ruled out by rule 0 with no row near the delta); where no candidate can, the
+    rest is shared in proportion to their peaks (by time when no candidate showed any)."""
     amount = measures(d.counters)[i]
     if amount <= 0 or d.node is None or len(fractions) < 2:
         return fractions
@@ -375,7 +381,7 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     caps: dict[int, float] = {}
     for j in fractions:
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
-        caps[j] = float("inf") if peak is None else max(CAP_SLACK * max(
+        caps[j] = float("inf") if peak is None or j in free else max(CAP_SLACK * max(
             peak * over[j], (paced or {}).get(j, 0.0),
             (phases or {}).get(j, 0.0) * over[j]), (reach or {}).get(j, 0.0)) / amount
     if all(c == float("inf") for c in caps.values()):

@@ -43,7 +43,7 @@ Pure: every function reads its arguments only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.attribute.observed import (
@@ -196,6 +196,21 @@ def moving_none(found: Meeting | None) -> frozenset[int]:
     if not found:
         return frozenset()
     return frozenset(j for j, phases in found.items() if all(p.rate == 0.0 for p, _ in phases))
+
+
+def unbounded(found: Meeting | None, paced: Collection[int]) -> frozenset[int]:
+    """The candidate rule 3 does not hold to its peaks: the one whose phase meeting the delta
+    is shown on the MDT only (an I/O phase while its OSTs were blind: its rate there is
+    unknown) and that has no pace (`paced`: the candidates that have one). Its peaks are
+    those of its other phases, not of this one (dense seed 1, node007: a task begun 60 s
+    before a 38.6 GiB blind read, its start-up read, was held to its peaks and 28 GiB went
+    to a job rule 0 found idle). Where two or more candidates are such, their peaks are all
+    that tells them apart: none is freed (dense seed 6, node005)."""
+    if not found:
+        return frozenset()
+    unknown = frozenset(j for j, phases in found.items() if j not in paced
+                        and any(p.rate is None for p, _ in phases))
+    return unknown if len(unknown) == 1 else frozenset()
 
 
 def reach_of(d: DeltaRow, found: Meeting | None, runs_of: dict[int, Interval]

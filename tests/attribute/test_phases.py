@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.phases import Phase, expected, moving_none, runs
+from slurm_io.attribute.phases import Phase, expected, moving_none, runs, unbounded
 from slurm_io.jobs.info import JobWindow
-from tests.attribute.test_evidence import WRITE, A, B, ev, row
+from tests.attribute.test_evidence import READ, WRITE, A, B, ev, row
 
 MDT = "fs-MDT0000"
 STRETCH = [(3880.0, 4240.0)]
@@ -162,3 +162,37 @@ def test_a_job_reading_then_is_not_paced_at_the_writes_of_its_other_phases():
     s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 2400 / 24000, 2: 21600 / 24000})
+
+
+# case: (each job's phases meeting the delta as their rates of the facet (None: shown on the
+#        MDT only), the jobs that have a pace, the jobs rule 3 does not hold to their peaks)
+UNBOUNDED = {
+    "one phase shown on the MDT only, no pace": ({1: [None], 2: [100.0]}, set(), {1}),
+    "its pace bounds it": ({1: [None], 2: [100.0]}, {1}, set()),
+    "two such: their peaks tell them apart": ({1: [None], 2: [None]}, set(), set()),
+    "two such, one paced: the other": ({1: [None], 2: [None]}, {2}, {1}),
+    "a phase of known rate next to its MDT-only one": ({1: [None, 0.0]}, set(), {1}),
+    "phases of known rates only": ({1: [0.0], 2: [100.0]}, set(), set()),
+}
+
+
+@pytest.mark.parametrize("case", UNBOUNDED.values(), ids=UNBOUNDED.keys())
+def test_the_one_phase_shown_on_the_mdt_only_is_not_held_to_its_peaks(case):
+    rates, paced, free = case
+    found = {j: [(Phase(3760.0, 4360.0, r, frozenset() if r is None else frozenset({"x"})),
+                  120.0) for r in rs] for j, rs in rates.items()}
+    assert unbounded(found, paced) == frozenset(free)
+    assert unbounded(None, set()) == frozenset() and unbounded({}, set()) == frozenset()
+
+
+def test_a_read_begun_while_the_osts_were_blind_is_not_held_to_the_jobs_old_peaks():
+    # 24000 bytes read in the delta. Job 1 wrote 100 bytes/s around the stretch and did
+    # nothing by its id during the delta (rule 0); job 2 opened files on the MDT through
+    # the stretch with no OST row (a phase shown on the MDT only: a start-up read) and had
+    # written 10 bytes/s half an hour before, which gives it no pace for reads. Held to
+    # twice that peak, job 2 kept a tenth and the rest went to job 1, which was not reading.
+    rows = (*around(1), row(3000, 3120, job=2, target="fs-OST0001", wb=1200),
+            *[row(t, t + 120, job=2, target=MDT, opens=5) for t in (3880, 4000, 4120)])
+    s = split(row(4000, 4120, rb=24000), READ, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 0.0, 2: 1.0})
