@@ -54,15 +54,18 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    idle around it, after each candidate with a rate has what it can explain; a job that
    began inside the delta's read interval can explain up to its phase's rate (on all its
    OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of:
-   a task begun while the ids were missing shows only the OSTs it went on using). Where
+   a task begun while the ids were missing shows only the OSTs it went on using); a paced
+   candidate whose phases began at or after the delta's start, up to twice its pace only
+   (phases.paced_later: its edge rate is a later phase's). Where
    a candidate was never observed (its run lies wholly in blind time) or no candidate
    moved that facet in the window, a rise of the candidates' activity on the other
    target kind during the delta divides it (_surprise), else the split falls back to time
    overlap.
-4. capped(): no candidate keeps more than CAP_SLACK x its highest rate by its own id
-   within an hour (its sole deltas, the `:uid:host` deltas no other job of the uid can
-   have made, count as its own rows: attribute.core.sole_deltas), or its pace, or what
-   its phase is expected to move in the delta (attribute.phases), or its rate in its
+4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
+   by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
+   the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
+   pace, or what its phase is expected to move in the delta (attribute.phases), or its
+   rate in its
    current phase on the delta's own target when higher (`phases`: its rows in the visible
    slivers of the blind stretch, any length), or, when higher, all that its reach (rule 3)
    allows a job begun inside the read interval. Not the one candidate whose phase
@@ -87,6 +90,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from slurm_io.attribute.caps import capped
 from slurm_io.attribute.joint import filled
 from slurm_io.attribute.leaks import NodeBlind, in_long_read, leaks_first
 from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
@@ -116,6 +120,7 @@ from slurm_io.attribute.phases import (
     expected_of,
     meeting,
     moving_none,
+    paced_later,
     reach_of,
     unbounded,
 )
@@ -203,8 +208,10 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         weights, excluded = found
         amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
+            later = frozenset() if phased else paced_later(d, met, paced, reach)
+            edged = {j: w for j, w in weights.items() if j not in later}
             weights = beyond_rates(amount, weights, excluded, over,
-                                   edge_rates(d, i, weights, over, evidence, blind),
+                                   edge_rates(d, i, edged, over, evidence, blind),
                                    _surprise(d, active, evidence, excluded), reach)
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
@@ -356,57 +363,3 @@ def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
     sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
                                       d.ts_end + WINDOWS[-1]) for j in weights}
     return by_size(amount, count, weights, sizes)
-
-
-def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
-           evidence: Evidence, paced: dict[int, float] | None = None,
-           phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset(),
-           reach: dict[int, float] | None = None, free: frozenset[int] = frozenset()
-           ) -> dict[int, float]:
-    """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
-    own id on the node within the widest window around the delta (bytes for reads and
-    writes, operations for the rest), or its amount in `paced` (its pace, or what its
-    phase is expected to move in the delta: attribute.phases), or its rate in its current
-    phase on the delta's target (`phases`) when higher, or its `reach` (phases.reach_of,
-    not doubled: a bound already) when higher still; none for the `free` (phases.unbounded:
-    its phase is shown on the MDT only, its peaks are other phases'): what it can not have
-    done goes to the candidates that can, in proportion to what they had, never to the
-    `unseen` (ruled out by rule 0 with no row near the delta); where no candidate can, the
-    rest is shared in proportion to their peaks (by time when no candidate showed any)."""
-    amount = measures(d.counters)[i]
-    if amount <= 0 or d.node is None or len(fractions) < 2:
-        return fractions
-    kind = target_kind(d.target)
-    a, b = d.ts_start, d.ts_end
-    caps: dict[int, float] = {}
-    for j in fractions:
-        peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
-        caps[j] = float("inf") if peak is None or j in free else max(CAP_SLACK * max(
-            peak * over[j], (paced or {}).get(j, 0.0),
-            (phases or {}).get(j, 0.0) * over[j]), (reach or {}).get(j, 0.0)) / amount
-    if all(c == float("inf") for c in caps.values()):
-        return fractions
-    out = dict(fractions)
-    free = set(out) - unseen
-    for _ in range(len(out)):
-        hit = [j for j in free if out[j] > caps[j] + 1e-12]
-        if not hit:
-            return out
-        excess = sum(out[j] - caps[j] for j in hit)
-        for j in hit:
-            out[j] = caps[j]
-            free.discard(j)
-        if not free:
-            break
-        base = sum(out[j] for j in free)
-        for j in free:
-            out[j] += excess * (out[j] / base if base > 0 else 1.0 / len(free))
-    rest = sum(fractions.values()) - sum(out.values())
-    if rest > 1e-12:
-        takers = [j for j in out if j not in unseen] or list(out)
-        peaks = {j: (caps[j] if caps[j] != float("inf") else 0.0) for j in takers}
-        total = sum(peaks.values())
-        for j in takers:
-            out[j] += rest * (peaks[j] / total if total > 0
-                              else over[j] / sum(over[k] for k in takers))
-    return out

@@ -262,6 +262,20 @@ def edge_rates(d: DeltaRow, i: int, weights: dict[int, float], over: dict[int, f
     return out
 
 
+def paced_later(d: DeltaRow, found: Meeting | None, paced: Collection[int],
+                reach: Collection[int]) -> frozenset[int]:
+    """The paced candidates (`paced`) whose phases meeting `d` all began at or after its
+    start, not having begun inside it themselves (`reach`): rule 2 holds them to their pace,
+    which reads the delta's own interval, and not to their rate at the edges of the blind
+    stretch, which is that of a phase not yet going when the delta began (leaky seed 2,
+    node006: a job opening a few files during a 67.6 GiB blind write, paced at 0.8 GB, was
+    given 45 GiB by the rate of the phase it began as the ids came back)."""
+    if not found:
+        return frozenset()
+    return frozenset(j for j, phases in found.items() if j in paced and j not in reach
+                     and all(p.t0 >= d.ts_start for p, _ in phases))
+
+
 UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
 
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.phases import Phase, expected, moving_none, runs, unbounded
+from slurm_io.attribute.phases import (
+    Phase,
+    expected,
+    moving_none,
+    paced_later,
+    runs,
+    unbounded,
+)
 from slurm_io.jobs.info import JobWindow
 from tests.attribute.test_evidence import READ, WRITE, A, B, ev, row
 
@@ -196,3 +203,40 @@ def test_a_read_begun_while_the_osts_were_blind_is_not_held_to_the_jobs_old_peak
     s = split(row(4000, 4120, rb=24000), READ, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 0.0, 2: 1.0})
+
+
+# case: (job 1's phases meeting the delta as their starts, whether it has a pace, whether it
+#        began inside the delta, whether rule 2 reads its pace and not its edge rate)
+LATER = {
+    "paced, its phase begun after the delta's start": ([4240.0], True, False, True),
+    "paced, its phase going when the delta began": ([3760.0], True, False, False),
+    "no pace: its edge rate is all rule 2 has": ([4240.0], False, False, False),
+    "begun inside the delta: its reach bounds it": ([4240.0], True, True, False),
+    "two phases, one going when the delta began": ([3760.0, 4240.0], True, False, False),
+}
+
+
+@pytest.mark.parametrize("case", LATER.values(), ids=LATER.keys())
+def test_a_paced_job_whose_phase_began_later_is_held_to_its_pace(case):
+    starts, is_paced, began_inside, later = case
+    found = {1: [(Phase(t0, t0 + 240.0, 100.0, frozenset({"fs-OST0001"})), 20.0)
+                 for t0 in starts]}
+    got = paced_later(DELTA, found, {1} if is_paced else set(), {1} if began_inside else set())
+    assert got == (frozenset({1}) if later else frozenset())
+    assert paced_later(DELTA, None, {1}, set()) == paced_later(DELTA, {}, {1}, set()) == set()
+
+
+def test_a_job_opening_a_file_in_a_blind_write_is_not_given_it_by_its_later_phase():
+    # 24000 bytes written in the delta. Job 1 opened one file on the MDT during it and began
+    # writing 500 bytes/s on fs-OST0001 as the ids came back (100 opens per 60000 bytes: a
+    # pace of 600 bytes for the delta); job 2 opened files during it and moved no byte by
+    # its id within the hour. Lifted by the rate of the phase it began later,
+    # job 1 could explain the whole delta and got it; held to twice its pace, it keeps 1200
+    # bytes and the rest is the burst no rate shows (rule 2), job 2's.
+    rows = (row(4000, 4120, job=1, target=MDT, opens=1),
+            *[row(t, t + 120, job=1, target="fs-OST0001", wb=60000) for t in (4240, 4360)],
+            *[row(t, t + 120, job=1, target=MDT, opens=100) for t in (4240, 4360)],
+            row(4000, 4120, job=2, target=MDT, opens=3))
+    s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1200 / 24000, 2: 22800 / 24000})
