@@ -64,8 +64,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
-   pace, or what its phase is expected to move in the delta (attribute.phases), or its
-   rate in its
+   pace (LOOSE_PACE x it for a phase shown on the MDT only: phases.loose_paces), or what
+   its phase is expected to move in the delta (attribute.phases), or its rate in its
    current phase on the delta's own target when higher (`phases`: its rows in the visible
    slivers of the blind stretch, any length), or, when higher, all that its reach (rule 3)
    allows a job begun inside the read interval. Not the one candidate whose phase
@@ -118,6 +118,7 @@ from slurm_io.attribute.phases import (
     beyond_rates,
     edge_rates,
     expected_of,
+    loose_paces,
     meeting,
     moving_none,
     paced_later,
@@ -189,6 +190,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     phased = expected_of(d, met, jobs)
     reach = reach_of(d, met, runs)  # rules 2 and 3: what a job begun inside it can explain
     free = unbounded(met, paced)  # rule 3: a phase shown on the MDT only is not held to peaks
+    loose = loose_paces(met, paced)  # nor its pace, learnt from other phases, closely
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
@@ -222,7 +224,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     fractions = {j: part * w / total for j, w in weights.items()}
     # caps compare rates over read intervals, as the peaks are measured
     over_read = {c.job: overlap(d.ts_start, d.ts_end, *runs[c.job]) for c in active}
-    lift = {j: max(paced.get(j, 0.0), phased.get(j, 0.0)) for j in {*paced, *phased}}
+    lift = {j: max(loose.get(j, 0.0), phased.get(j, 0.0)) for j in {*loose, *phased}}
     out = capped(d, i, fractions, over_read, evidence, lift, current,
                  unseen(d, active, evidence, seen), reach, free)
     if rule == TIME and any(abs(out[j] - fractions[j]) > 1e-9 for j in out):

@@ -14,8 +14,10 @@ import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
 from slurm_io.attribute.phases import (
+    LOOSE_PACE,
     Phase,
     expected,
+    loose_paces,
     moving_none,
     paced_later,
     runs,
@@ -240,3 +242,25 @@ def test_a_job_opening_a_file_in_a_blind_write_is_not_given_it_by_its_later_phas
     s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 1200 / 24000, 2: 22800 / 24000})
+
+
+def test_a_pace_of_a_phase_shown_on_the_mdt_only_is_held_loosely():
+    found = {1: [(Phase(3760.0, 4360.0, None, frozenset()), 120.0)],
+             2: [(Phase(3760.0, 4360.0, 100.0, frozenset({"fs-OST0001"})), 120.0)]}
+    assert loose_paces(found, {1: 1000.0, 2: 1000.0}) == {1: LOOSE_PACE * 1000.0, 2: 1000.0}
+    assert loose_paces(None, {1: 1000.0}) == {1: 1000.0}
+    assert loose_paces(found, {}) == {}
+
+
+def test_a_blind_write_three_times_the_pace_of_an_mdt_only_phase_stays_with_it():
+    # 24000 bytes written in the delta. Job 2 opened 10 files on the MDT during it, its OSTs
+    # blind (a phase shown on the MDT only); an hour's rows give it 800 bytes per open: a
+    # pace of 8000. Job 1 did nothing by its id then (rule 0). Held to twice its pace, job 2
+    # kept two thirds and the rest went to job 1; a pace learnt from the job's other phases
+    # holds an MDT-only phase to twice that again (phases.loose_paces).
+    rows = (row(3000, 3120, job=2, target="fs-OST0001", wb=8000),
+            row(3000, 3120, job=2, target=MDT, opens=10),
+            *[row(t, t + 120, job=2, target=MDT, opens=10) for t in (3880, 4000, 4120)])
+    s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 0.0, 2: 1.0})
