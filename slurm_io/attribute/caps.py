@@ -1,8 +1,9 @@
-"""Rule 3 of attribute.evidence: no candidate is given more of a `:uid:host` delta than it
-can have done, by the highest rate it showed by its own id near the delta (its peak) or
-what the readings of rule 1 and 2 expect of it, whichever is higher.
+"""The caps of attribute.evidence (step 4 of its docstring, rule 3 in docs/attribution.md):
+no candidate is given more of a `:uid:host` delta than it can have done, by the highest
+rate it showed by its own id near the delta (its peak) or what the readings of rules 1
+and 2 expect of it, whichever is higher.
 
-Apart from evidence.py because it is the one step every split ends with, pure like the
+Apart from evidence.py because it is the one step every split ends with; pure like the
 rest: the peaks come from an Evidence, the liftings from the readings.
 """
 

@@ -198,7 +198,7 @@ def moving_none(found: Meeting | None) -> frozenset[int]:
     return frozenset(j for j, phases in found.items() if all(p.rate == 0.0 for p, _ in phases))
 
 
-LOOSE_PACE = 2.0  # rule 3 holds a pace of a phase shown on the MDT only to twice CAP_SLACK
+LOOSE_PACE = 2.0  # rule 3: an MDT-only phase may reach LOOSE_PACE x CAP_SLACK x its pace
 
 
 def mdt_only(found: Meeting | None) -> frozenset[int]:
