@@ -21,14 +21,14 @@ if TYPE_CHECKING:
 def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, float],
            evidence: Evidence, paced: dict[int, float] | None = None,
            phases: dict[int, float] | None = None, unseen: frozenset[int] = frozenset(),
-           reach: dict[int, float] | None = None, free: frozenset[int] = frozenset()
+           reach: dict[int, float] | None = None, uncapped: frozenset[int] = frozenset()
            ) -> dict[int, float]:
     """Fractions with no job given a rate above CAP_SLACK x the highest it showed by its
     own id on the node within the widest window around the delta (bytes for reads and
     writes, operations for the rest), or its amount in `paced` (its pace, or what its
     phase is expected to move in the delta: attribute.phases), or its rate in its current
     phase on the delta's target (`phases`) when higher, or its `reach` (phases.reach_of,
-    not doubled: a bound already) when higher still; none for the `free` (phases.unbounded:
+    not doubled: a bound already) when higher still; none for the `uncapped` (phases.unbounded:
     its phase is shown on the MDT only, its peaks are other phases'): what it can not have
     done goes to the candidates that can, in proportion to what they had, never to the
     `unseen` (ruled out by rule 0 with no row near the delta); where no candidate can, the
@@ -40,8 +40,11 @@ def capped(d: DeltaRow, i: int, fractions: dict[int, float], over: dict[int, flo
     a, b = d.ts_start, d.ts_end
     caps: dict[int, float] = {}
     for j in fractions:
+        if j in uncapped:  # no peak to read: none holds it
+            caps[j] = float("inf")
+            continue
         peak = evidence.peak(d.node, j, kind, i, a - WINDOWS[-1], b + WINDOWS[-1])
-        caps[j] = float("inf") if peak is None or j in free else max(CAP_SLACK * max(
+        caps[j] = float("inf") if peak is None else max(CAP_SLACK * max(
             peak * over[j], (paced or {}).get(j, 0.0),
             (phases or {}).get(j, 0.0) * over[j]), (reach or {}).get(j, 0.0)) / amount
     if all(c == float("inf") for c in caps.values()):
