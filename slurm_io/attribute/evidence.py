@@ -56,7 +56,11 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of:
    a task begun while the ids were missing shows only the OSTs it went on using); a paced
    candidate whose phases began at or after the delta's start, up to twice its pace only
-   (phases.paced_later: its edge rate is a later phase's). Where
+   (phases.paced_later: its edge rate is a later phase's); a paced candidate whose phase
+   is shown on the MDT only, up to its loose pace (as in step 4) where so the rates
+   explain the whole delta and no task began a collector period before it or later
+   (phases.loosened: the burst is a job's with no rate only where the rates cannot
+   explain it, or a new task's start-up read). Where
    a candidate was never observed (its run lies wholly in blind time) or no candidate
    moved that facet in the window, a rise of the candidates' activity on the other
    target kind during the delta divides it (_surprise), else the split falls back to time
@@ -115,10 +119,12 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
 from slurm_io.attribute.phases import UNMEASURED as _UNMEASURED
 from slurm_io.attribute.phases import (
     Meeting,
+    began_near,
     beyond_rates,
     edge_rates,
     expected_of,
     loose_paces,
+    loosened,
     meeting,
     moving_none,
     paced_later,
@@ -212,9 +218,11 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             later = frozenset() if phased else paced_later(d, met, paced, reach)
             edged = {j: w for j, w in weights.items() if j not in later}
-            weights = beyond_rates(amount, weights, excluded, over,
-                                   edge_rates(d, i, edged, over, evidence, blind),
-                                   _surprise(d, active, evidence, excluded), reach)
+            edge = edge_rates(d, i, edged, over, evidence, blind)
+            near = began_near(d, [runs[c.job][0] for c in active])
+            bounds = loosened(amount, weights, edge, reach, loose, paced, near)
+            weights = beyond_rates(amount, weights, excluded, over, edge,
+                                   _surprise(d, active, evidence, excluded), bounds)
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
         if sized is not None:

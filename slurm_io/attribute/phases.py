@@ -294,6 +294,41 @@ def paced_later(d: DeltaRow, found: Meeting | None, paced: Collection[int],
                      and all(p.t0 >= d.ts_start for p, _ in phases))
 
 
+FRESH = MIN_OBSERVED / 2  # rule 2: a task begun up to a collector period before a delta
+# may be doing its start-up read in it
+
+
+def loosened(amount: float, expected: dict[int, float], edge: dict[int, float],
+             reach: dict[int, float], loose: dict[int, float], paced: dict[int, float],
+             fresh: bool) -> dict[int, float]:
+    """The bounds rule 2 gives `beyond_rates` as `reach`: each paced candidate whose phase
+    meeting the delta is shown on the MDT only may explain CAP_SLACK x its loose pace
+    (`loose_paces`, as rule 3 holds it), where together the candidates' rates so loosened
+    explain the whole `amount` and no candidate began less than FRESH s before the delta's
+    start or after it (`fresh`: began_near); else `reach` as it is. A burst is given to a
+    job no rate shows only where the rates cannot explain it (dense seed 3, node027: a
+    70.8 GiB blind write of a job whose write phase showed on the MDT only, paced at
+    18.5 GiB, went half to a job ending as the delta began); where they cannot, or where a
+    task begun then may be doing its start-up read (dense seed 2, node029: a 55 GiB read,
+    the task's, begun 22 s into it), the tighter bound stands."""
+    if fresh:
+        return reach
+    lifted = dict(reach)
+    for j, v in loose.items():
+        if v > paced.get(j, v) and expected.get(j, 0.0) > 0:
+            lifted[j] = max(lifted.get(j, 0.0), CAP_SLACK * v)
+    can = sum(max(CAP_SLACK * max(w, edge.get(j, 0.0)), lifted.get(j, 0.0))
+              for j, w in expected.items() if w > 0)
+    return lifted if amount <= can else reach
+
+
+def began_near(d: DeltaRow, starts: Collection[float]) -> bool:
+    """Whether a candidate began (its run's start in `starts`) less than FRESH s before
+    `d`'s start, or after it: its start-up read may be in the delta (leaky seed 5, node032:
+    an 85 GiB read of two tasks begun 88 and 91 s before it)."""
+    return any(s0 >= d.ts_start - FRESH for s0 in starts)
+
+
 UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
 
 

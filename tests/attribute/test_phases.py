@@ -14,10 +14,13 @@ import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
 from slurm_io.attribute.phases import (
+    FRESH,
     LOOSE_PACE,
     Phase,
+    began_near,
     expected,
     loose_paces,
+    loosened,
     moving_none,
     paced_later,
     runs,
@@ -264,3 +267,54 @@ def test_a_blind_write_three_times_the_pace_of_an_mdt_only_phase_stays_with_it()
     s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 0.0, 2: 1.0})
+
+
+# case: (the delta's bytes, job 1's pace as rule 2 expects it, job 1's loose pace (its phase
+#        shown on the MDT only where above its pace), a task begun near the delta, whether
+#        rule 2 holds job 1 to twice its loose pace rather than to twice its pace)
+LOOSENED = {
+    "the loose pace explains the delta": (24000.0, 8000.0, LOOSE_PACE * 8000.0, False, True),
+    "it does not: the burst is another job's": (40000.0, 8000.0, LOOSE_PACE * 8000.0, False,
+                                                False),
+    "a task begun near it: its start-up read": (24000.0, 8000.0, LOOSE_PACE * 8000.0, True,
+                                                False),
+    "a phase of known rate: no loose pace": (24000.0, 8000.0, 8000.0, False, False),
+    "no pace expected of it in the delta": (24000.0, 0.0, LOOSE_PACE * 8000.0, False, False),
+}
+
+
+@pytest.mark.parametrize("case", LOOSENED.values(), ids=LOOSENED.keys())
+def test_a_burst_goes_to_a_job_no_rate_shows_only_where_loose_paces_cannot_explain_it(case):
+    amount, pace, loose, fresh, lifted = case
+    reach = {3: 5.0}  # a bound of another job's, kept either way
+    got = loosened(amount, {1: pace, 2: 0.0}, {}, reach, {1: loose}, {1: 8000.0}, fresh)
+    assert got == ({**reach, 1: 2 * loose} if lifted else reach)
+    assert reach == {3: 5.0}  # not changed in place
+
+
+def test_a_task_begun_less_than_a_collector_period_before_the_delta_is_near_it():
+    assert FRESH == 120.0
+    assert began_near(DELTA, [0.0, 4000.0 - FRESH + 1])
+    assert began_near(DELTA, [4100.0])
+    assert not began_near(DELTA, [0.0, 4000.0 - FRESH - 1])
+    assert not began_near(DELTA, [])
+
+
+def test_a_blind_write_its_loose_pace_explains_is_not_given_to_a_job_with_no_rate():
+    # 24000 bytes written in the delta. Job 2 opened 10 files on the MDT during it, its OSTs
+    # blind (a phase shown on the MDT only), paced at 8000 by an hour's rows (800 bytes per
+    # open). Job 1 opened a file then and moved no byte by its id within the hour: no rate.
+    # Rule 2 held job 2 to twice its pace and gave the rest, a third, to job 1 as a burst
+    # no rate shows; four times its pace (its loose pace, as rule 3 holds it) explains the
+    # whole delta, and no task began near it (phases.loosened).
+    rows = (row(3000, 3120, job=2, target="fs-OST0001", wb=8000),
+            row(3000, 3120, job=2, target=MDT, opens=10),
+            *[row(t, t + 120, job=2, target=MDT, opens=10) for t in (3880, 4000, 4120)],
+            row(4000, 4120, job=1, target=MDT, opens=1))
+    s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 0.0, 2: 1.0})
+    # a task begun 60 s before the delta may be doing its start-up read: rule 2 as before
+    late = A._replace(start=3940.0)
+    s = split(DELTA, WRITE, [late, B], ev(*rows), STRETCH, now=20000)
+    assert s.fractions[1] > 0.2
