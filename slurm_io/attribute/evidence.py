@@ -60,7 +60,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    is shown on the MDT only, up to its loose pace (as in step 4) where so the rates
    explain the whole delta and no task began a collector period before it or later
    (phases.loosened: the burst is a job's with no rate only where the rates cannot
-   explain it, or a new task's start-up read). Where
+   explain it, or a new task's start-up read); not to a candidate whose phase there
+   moved none of the delta's facet where the others' phases can have moved it all
+   (phases.busy_elsewhere). Where
    a candidate was never observed (its run lies wholly in blind time) or no candidate
    moved that facet in the window, a rise of the candidates' activity on the other
    target kind during the delta divides it (_surprise), else the split falls back to time
@@ -121,6 +123,7 @@ from slurm_io.attribute.phases import (
     Meeting,
     began_near,
     beyond_rates,
+    busy_elsewhere,
     edge_rates,
     expected_of,
     loose_paces,
@@ -198,6 +201,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     free = unbounded(met, paced)  # rule 3: a phase shown on the MDT only is not held to peaks
     loose = loose_paces(met, paced)  # nor its pace, learnt from other phases, closely
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]
+    shown = met  # as the rows show them (rule 2's busy_elsewhere)
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
                               met)
@@ -221,7 +225,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             edge = edge_rates(d, i, edged, over, evidence, blind)
             near = began_near(d, [runs[c.job][0] for c in active])
             bounds = loosened(amount, weights, edge, reach, loose, paced, near)
-            weights = beyond_rates(amount, weights, excluded, over, edge,
+            busy = busy_elsewhere(amount, shown, none, excluded)
+            weights = beyond_rates(amount, weights, excluded | busy, over, edge,
                                    _surprise(d, active, evidence, excluded), bounds)
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)

@@ -294,6 +294,24 @@ def paced_later(d: DeltaRow, found: Meeting | None, paced: Collection[int],
                      and all(p.t0 >= d.ts_start for p, _ in phases))
 
 
+def busy_elsewhere(amount: float, found: Meeting | None, none: frozenset[int],
+                   excluded: Collection[int]) -> frozenset[int]:
+    """The candidates rule 2 does not give a burst no rate shows: those whose phases meeting
+    the delta show OST bytes by their id and none of its facet (`none`: moving_none, a job
+    reading then was not writing), where the phases of the other candidates (not in
+    `excluded`) can have moved the whole `amount` at the rates their rows show, on all
+    their OSTs together, over their overlaps (leaky seed 3, node015: a 22.8 GiB blind
+    write went to a task reading then, beside a job writing 451 MB/s on another OST, whose
+    processes left part of its writes without its id). Where they cannot (dense seed 1,
+    node005: a 29.7 GiB read of a job writing on another OST, beside phases reading at
+    7 MB/s), the burst is a job's whose rows showed none of it, whichever."""
+    if not none or not found:
+        return frozenset()
+    can = sum((p.rate or 0.0) * ov for j, phases in found.items()
+              if j not in none and j not in excluded for p, ov in phases)
+    return none if can >= amount else frozenset()
+
+
 FRESH = MIN_OBSERVED / 2  # rule 2: a task begun up to a collector period before a delta
 # may be doing its start-up read in it
 

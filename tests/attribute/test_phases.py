@@ -18,6 +18,7 @@ from slurm_io.attribute.phases import (
     LOOSE_PACE,
     Phase,
     began_near,
+    busy_elsewhere,
     expected,
     loose_paces,
     loosened,
@@ -318,3 +319,46 @@ def test_a_blind_write_its_loose_pace_explains_is_not_given_to_a_job_with_no_rat
     late = A._replace(start=3940.0)
     s = split(DELTA, WRITE, [late, B], ev(*rows), STRETCH, now=20000)
     assert s.fractions[1] > 0.2
+
+
+# case: (the delta's bytes, job 1's phase rate of the facet as its rows show it (None: on the
+#        MDT only), whether job 2's phase moved none of it, whether job 1 is ruled out,
+#        whether rule 2 gives job 2 no part of a burst)
+BUSY = {
+    "job 1's phase can have moved it all": (24000.0, 300.0, True, False, True),
+    "it cannot: the burst is still job 2's": (48000.0, 300.0, True, False, False),
+    "job 2's phase moved the facet": (24000.0, 300.0, False, False, False),
+    "job 1's rate unknown (MDT only)": (24000.0, None, True, False, False),
+    "job 1 ruled out by rule 0": (24000.0, 300.0, True, True, False),
+}
+
+
+@pytest.mark.parametrize("case", BUSY.values(), ids=BUSY.keys())
+def test_a_job_busy_with_the_other_facet_takes_no_burst_the_others_phases_explain(case):
+    amount, rate, moved_none, ruled_out, busy = case
+    found = {1: [(Phase(3760.0, 4360.0, rate, frozenset() if rate is None
+                        else frozenset({"fs-OST0001"})), 120.0)],
+             2: [(Phase(3760.0, 4360.0, 0.0, frozenset({"fs-OST0002"})), 120.0)]}
+    none = frozenset({2}) if moved_none else frozenset()
+    got = busy_elsewhere(amount, found, none, {1} if ruled_out else set())
+    assert got == (frozenset({2}) if busy else frozenset())
+    assert busy_elsewhere(amount, None, frozenset({2}), set()) == frozenset()
+
+
+def test_a_blind_write_beside_a_job_writing_elsewhere_is_not_given_to_a_job_reading():
+    # 24000 bytes written in the delta on fs-OST0000. Job 1's write phase ran from 3270
+    # through the stretch on fs-OST0001: 306000 bytes in the 730 s its rows cover (419
+    # bytes/s, 50300 in the delta), most of it in its first row, 1200 per read near the
+    # stretch. Job 2 read on fs-OST0002 around it (its phase moved no writes). Rule 2 held
+    # job 1 to twice its edge rate (2400) and gave the rest to job 2 as a burst no rate
+    # shows; job 1's phase can have written it all, job 2's rows say it was reading
+    # (phases.busy_elsewhere). Leaky seed 3, node015: a job whose processes left part of
+    # its writes without its id.
+    rows = (row(3270, 3390, job=1, target="fs-OST0001", wb=300000),
+            row(3390, 3520, job=1, target="fs-OST0001", wb=1200),
+            *[row(t, t + 120, job=1, target="fs-OST0001", wb=1200)
+              for t in (3520, 3640, 3760, 4240)],
+            *around(2, target="fs-OST0002", wb=0, rb=12000))
+    s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
