@@ -36,7 +36,8 @@ it say more); and where no blind stretch is given around it (a delta weighed alo
 
 Rule 2 of attribute.evidence lives here too, as it reads a phase's rate at the edges of a
 blind stretch: `edge_rates`, and `beyond_rates` (a delta far above what the rates expect
-holds a burst none of them shows).
+holds a burst none of them shows), with what bounds it (`paced_later`, `loosened`,
+`busy_elsewhere`).
 
 Pure: every function reads its arguments only.
 """
@@ -303,8 +304,9 @@ def busy_elsewhere(amount: float, found: Meeting | None, none: frozenset[int],
     their OSTs together, over their overlaps (leaky seed 3, node015: a 22.8 GiB blind
     write went to a task reading then, beside a job writing 451 MB/s on another OST, whose
     processes left part of its writes without its id). Where they cannot (dense seed 1,
-    node005: a 29.7 GiB read of a job writing on another OST, beside phases reading at
-    7 MB/s), the burst is a job's whose rows showed none of it, whichever."""
+    node005: a 29.7 GiB read by a job writing on another OST, beside phases reading at
+    7 MB/s), the burst goes to the candidates with no rate as before, whatever their rows
+    show."""
     if not none or not found:
         return frozenset()
     can = sum((p.rate or 0.0) * ov for j, phases in found.items()
@@ -326,7 +328,7 @@ def loosened(amount: float, expected: dict[int, float], edge: dict[int, float],
     start or after it (`fresh`: began_near); else `reach` as it is. A burst is given to a
     job no rate shows only where the rates cannot explain it (dense seed 3, node027: a
     70.8 GiB blind write of a job whose write phase showed on the MDT only, paced at
-    18.5 GiB, went half to a job ending as the delta began); where they cannot, or where a
+    18.5 GiB, went half to a job ending 41 s into it); where they cannot, or where a
     task begun then may be doing its start-up read (dense seed 2, node029: a 55 GiB read,
     the task's, begun 22 s into it), the tighter bound stands."""
     if fresh:
