@@ -337,9 +337,7 @@ def loosened(amount: float, expected: dict[int, float], edge: dict[int, float],
     for j, v in loose.items():
         if v > paced.get(j, v) and expected.get(j, 0.0) > 0:
             lifted[j] = max(lifted.get(j, 0.0), CAP_SLACK * v)
-    can = sum(max(CAP_SLACK * max(w, edge.get(j, 0.0)), lifted.get(j, 0.0))
-              for j, w in expected.items() if w > 0)
-    return lifted if amount <= can else reach
+    return lifted if amount <= sum(explainable(expected, edge, lifted).values()) else reach
 
 
 def began_near(d: DeltaRow, starts: Collection[float]) -> bool:
@@ -350,6 +348,16 @@ def began_near(d: DeltaRow, starts: Collection[float]) -> bool:
 
 
 UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
+
+
+def explainable(expected: dict[int, float], edge: dict[int, float],
+                reach: dict[int, float] | None) -> dict[int, float]:
+    """What rule 2 lets each candidate explain: CAP_SLACK x its expected amount or its
+    `edge` rate's, or its `reach` when higher; nothing for a candidate with no rate (0
+    expected), which only a burst can make busy. One measure for `beyond_rates` and for
+    `loosened`, which asks whether the lifted bounds explain the delta."""
+    return {j: max(CAP_SLACK * max(w, edge.get(j, 0.0)), (reach or {}).get(j, 0.0))
+            if w > 0 else 0.0 for j, w in expected.items()}
 
 
 def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
@@ -372,8 +380,7 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
     total = sum(expected.values())
     if total <= 0 or amount <= CAP_SLACK * total:
         return expected
-    can = {j: max(CAP_SLACK * max(w, edge.get(j, 0.0)), (reach or {}).get(j, 0.0))
-           if w > 0 else 0.0 for j, w in expected.items()}
+    can = explainable(expected, edge, reach)
     idle = [j for j, w in can.items() if w <= 0 and j not in excluded]
     if not idle or amount <= sum(can.values()):
         return expected
