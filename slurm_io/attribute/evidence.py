@@ -12,7 +12,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    OSTs are blind) and others did none, the delta goes to the busy. That a candidate
    printed its id on the delta's own kind then does not rule it out: its other processes
    may have lost theirs (ranks started outside srun), and a node-wide stretch of missing
-   ids that begins or ends inside the interval shows its owner printing too.
+   ids that begins or ends inside the interval shows its owner printing too. Nor is a job
+   idle whose own id moved the facet on the delta's OST until the delta began (servers
+   read at different moments: readings.busy_at_edge).
 1. Window: the intervals around the delta, [a - W, b + W], minus every stretch in which the
    uid's activity on that node and target kind was itself blind (its `:uid:host` deltas),
    for the first W of WINDOWS at which every candidate was observed >= MIN_OBSERVED seconds
@@ -136,6 +138,7 @@ from slurm_io.attribute.phases import (
 )
 from slurm_io.attribute.readings import (  # re-exported too
     beside,
+    busy_at_edge,
     continuing,
     paced_amounts,
     phases,
@@ -192,6 +195,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     seen = frozenset(c.job for c in active if d.node is not None
                      and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
     current = phases(d, i, active, evidence, blind)
+    seen |= busy_at_edge(d, i, active, evidence, seen, current)  # rule 0: servers apart
     jobs = [c.job for c in active]
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
     none = moving_none(met)  # a phase that shows reading moves no writes: no pace for it

@@ -17,12 +17,14 @@ from slurm_io.attribute.observed import (
     WINDOWS,
     Evidence,
     Interval,
+    measures,
     merge,
     overlap,
     stretch,
     subtract,
     target_kind,
 )
+from slurm_io.attribute.phases import EDGE, MIN_ROW
 
 if TYPE_CHECKING:
     from slurm_io.attribute.rows import DeltaRow
@@ -124,3 +126,32 @@ def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
         return frozenset()  # the busy only opened files: the bytes may be a silent job's
     return frozenset(c.job for c in active if c.job not in seen
                      and not evidence.near(d.node, c.job, a - NEAR, b + NEAR))
+
+
+EDGE_SHARE = 0.25  # rule 0: an edge row's rate must explain this share of the delta
+EDGE_ROW = 2 * SLIVER  # rule 0: a longer row (an outage's read) says little of a moment
+
+
+def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
+                 seen: frozenset[int], current: dict[int, float]) -> frozenset[int]:
+    """The candidates rule 0 must not rule out though none of their rows falls in the
+    delta's read interval (`seen`: those with one): their own id moved byte facet `i` on
+    the delta's own OST in a read that ended within EDGE of the delta's start, at a rate
+    that explains EDGE_SHARE of the delta or more. Servers read at different moments: a
+    job writing on that OST until two seconds before the delta is as busy as one whose
+    server read a sliver eleven seconds into it (dense seed 1, node005: a 37 GiB blind write
+    on the OST the first job had been writing on went whole to the second). Not a trickle
+    (a log beside compute), not a row longer than EDGE_ROW (an outage's read), not another
+    OST's row (it says nothing of this one), not where a busy candidate's own id moved the
+    facet on the delta's OST in the read right after it (`continuing`: its phase ran
+    through the delta; leaky seed 3, node021), and only where rule 0 applies (`seen`)."""
+    if (i > 1 or not seen or d.node is None or target_kind(d.target) != "OST"
+            or set(continuing(d, i, active, evidence, current)) & seen):
+        return frozenset()
+    a, b = d.ts_start, d.ts_end
+    floor = EDGE_SHARE * measures(d.counters)[i] / max(b - a, 1.0)  # bytes/s
+    return frozenset(
+        c.job for c in active if c.job not in seen and any(
+            r.target == d.target and a - EDGE <= r.t1 <= a + EDGE
+            and r.t1 - r.t0 <= EDGE_ROW and r.m[i] / max(r.t1 - r.t0, MIN_ROW) >= floor
+            for r in evidence.between(d.node, c.job, a - EDGE, a + EDGE)))
