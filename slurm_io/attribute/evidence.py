@@ -58,7 +58,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of:
    a task begun while the ids were missing shows only the OSTs it went on using); a paced
    candidate whose phases began at or after the delta's start, up to twice its pace only
-   (phases.paced_later: its edge rate is a later phase's); a paced candidate whose phase
+   (phases.paced_later: its edge rate is a later phase's); no edge rate for a candidate
+   whose phases there moved none of the delta's facet (moving none: the edge rows' bytes
+   are of the other facet); a paced candidate whose phase
    is shown on the MDT only, up to its loose pace (as in step 4) where so the rates
    explain the whole delta and no task began a collector period before it or later
    (phases.loosened: the burst is a job's with no rate only where the rates cannot
@@ -225,7 +227,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             later = frozenset() if phased else paced_later(d, met, paced, reach)
-            edged = {j: w for j, w in weights.items() if j not in later}
+            edged = {j: w for j, w in weights.items() if j not in later and j not in none}
             edge = edge_rates(d, i, edged, over, evidence, blind)
             near = began_near(d, [runs[c.job][0] for c in active])
             bounds = loosened(amount, weights, edge, reach, loose, paced, near)

@@ -166,7 +166,9 @@ def test_a_job_reading_then_is_not_paced_at_the_writes_of_its_other_phases():
     # delta; job 2's phase shows on the MDT only. Paced at its old writes, job 1 was
     # expected the whole delta (48000 against 24000); its rows say it was reading: job 2,
     # the one whose bytes no row shows, gets what job 1's rates cannot explain (rule 2:
-    # job 1 at most twice its 1200 bytes per read at the stretch's edges).
+    # job 1 at most twice what its writes of the hour expect, 48000 over the 6960 s the
+    # widest window saw it x 120 s; its reads at the stretch's edges are no edge rate of
+    # writes, as its phase there moved none: until 2026-11-28 they bounded it at 2400).
     rows = [row(1000, 1120, job=1, target="fs-OST0003", wb=48000),
             row(1000, 1120, job=1, target=MDT, opens=2),
             *around(1, target="fs-OST0001", wb=0, rb=1200),
@@ -174,7 +176,8 @@ def test_a_job_reading_then_is_not_paced_at_the_writes_of_its_other_phases():
             *[row(t, t + 120, job=2, target=MDT, opens=3) for t in range(3400, 4720, 120)]]
     s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
-    assert s.fractions == pytest.approx({1: 2400 / 24000, 2: 21600 / 24000})
+    held = 2 * 48000 * 120 / 6960
+    assert s.fractions == pytest.approx({1: held / 24000, 2: 1 - held / 24000})
 
 
 # case: (each job's phases meeting the delta as their rates of the facet (None: shown on the
@@ -362,3 +365,27 @@ def test_a_blind_write_beside_a_job_writing_elsewhere_is_not_given_to_a_job_read
     s = split(DELTA, WRITE, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
+
+
+def test_a_job_writing_at_the_edges_has_no_edge_rate_of_reads():
+    # 13000 bytes read in the delta on fs-OST0000, the stretch blind until 4240. Job 1 wrote
+    # 38000 bytes per read on fs-OST0006 right up to the stretch and after it (its phase
+    # there moved no reads: phases.moving_none) and had read 6000 on fs-OST0000 ten minutes
+    # before; job 2 began 90 s into the delta and read on fs-OST0001 after the stretch.
+    # A job's peak counts reads and writes together: rule 2 read job 1's writes at the edges
+    # as reads it could have done and gave it the whole read. Its bound is now twice the
+    # reads its rate expects (666.7 bytes: 1333.3 of the 13000); the rest is the new task's
+    # start-up read (dense seed 3, node008: 27 GiB of a task's first reads went to a writer).
+    ost6 = "fs-OST0006"
+    late = JobWindow(2, 1000, ("n1",), 4090.0, 10000.0)
+    rows = (row(3400, 3520, job=1, rb=6000),
+            *[row(t, t + 120, job=1, target=ost6, wb=38000) for t in (3640, 3760)],
+            row(3880, 3998, job=1, target=ost6, wb=30000),
+            row(4001, 4079, job=1, target=MDT, opens=161),
+            row(4240, 4360, job=1, target=ost6, wb=7000),
+            row(4001, 4097, job=2, target=MDT, opens=141),
+            row(4240, 4314, job=2, target="fs-OST0001", rb=16540))
+    s = split(row(4000, 4120, rb=13000), READ, [A, late], ev(*rows), [(4000.0, 4240.0)],
+              now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1333.3 / 13000, 2: 1 - 1333.3 / 13000}, abs=1e-4)
