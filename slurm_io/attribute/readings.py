@@ -1,9 +1,10 @@
 """The readings of a blind delta's own interval: what each candidate's own rows say of it.
 
-Rule 1's `beside`, `paced_amounts` and `continuing`, rule 3's `phases`, and the candidates
-rule 0 rules out that rule 3 must not feed (`unseen`): each a question attribute.evidence
-asks of the Evidence index (attribute.observed) about the delta's read interval, as
-opposed to the rates around it. Pure.
+Rule 1's `beside`, `paced_amounts` and `continuing`, rule 3's `phases`, the candidates
+rule 0 must not rule out (`busy_at_edge`) and those it rules out that rule 3 must not feed
+(`unseen`): each a question attribute.evidence asks of the Evidence index
+(attribute.observed) about the delta's read interval, as opposed to the rates around it.
+Pure.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evi
     the delta's own OST in a read that ended within EDGE of the delta's start, at a rate
     that explains EDGE_SHARE of the delta or more. Servers read at different moments: a
     job writing on that OST until two seconds before the delta is as busy as one whose
-    server read a sliver eleven seconds into it (dense seed 1, node005: a 37 GiB blind write
+    server read a sliver nine seconds into it (dense seed 1, node005: a 37 GiB blind write
     on the OST the first job had been writing on went whole to the second). Not a trickle
     (a log beside compute), not a row longer than EDGE_ROW (an outage's read), not another
     OST's row (it says nothing of this one), not where a busy candidate's own id moved the

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.readings import EDGE_SHARE, busy_at_edge
+from slurm_io.attribute.readings import busy_at_edge
 from tests.attribute.test_evidence import READ, WRITE, A, B, ev, row
 
 STRETCH = [(4000.0, 4120.0)]
@@ -42,6 +42,9 @@ EDGE = {
     "of the other facet": (job1(), JOB2, READ, False),
     # 1200 bytes in 118 s: 1220 over the delta, under a quarter of it (a log, not a phase)
     "a trickle, not an I/O phase": (job1(wb=1200), JOB2, WRITE, False),
+    # a quarter of the delta (6000) is the floor: 6100 over it kept, 5900 not
+    "a rate explaining just over a quarter": (job1(wb=6000), JOB2, WRITE, True),
+    "just under a quarter": (job1(wb=5800), JOB2, WRITE, False),
     # an outage's long read ending there: its rate says little of the delta's moment
     "a read longer than two collector periods": (job1(t0=3600.0), JOB2, WRITE, False),
     # job 2 went on writing on the delta's OST in the read right after it: its phase ran
@@ -54,16 +57,12 @@ EDGE = {
 
 @pytest.mark.parametrize("case", EDGE.values(), ids=EDGE.keys())
 def test_a_job_writing_on_the_delta_ost_as_the_ids_went_missing_is_not_idle(case):
-    rows, others, i, kept = case
+    rows, others, i, kept = case  # the floor: EDGE_SHARE (a quarter) of the delta
     e = ev(*rows, *others)
     seen = frozenset({2}) if len(others) > 1 else frozenset()  # job 2's sliver inside
     delta = DELTA if i == WRITE else row(4000, 4120, rb=24000)
     got = busy_at_edge(delta, i, [A, B], e, seen, {2: 100.0})
     assert got == (frozenset({1}) if kept else frozenset())
-
-
-def test_the_edge_share_is_a_quarter():
-    assert EDGE_SHARE == 0.25
 
 
 def test_a_blind_write_on_the_ost_the_idle_job_was_writing_on_is_not_all_the_busy_ones():
