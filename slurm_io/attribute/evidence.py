@@ -197,7 +197,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     seen = frozenset(c.job for c in active if d.node is not None
                      and evidence.seen(d.node, c.job, None, d.ts_start, d.ts_end))
     current = phases(d, i, active, evidence, blind)
-    seen |= busy_at_edge(d, i, active, evidence, seen, current)  # rule 0: servers apart
+    going = continuing(d, i, active, evidence, current)  # rules 0 and 1: still going after
+    seen |= busy_at_edge(d, i, active, evidence, seen, going)  # rule 0: servers apart
     jobs = [c.job for c in active]
     met = meeting(d, i, active, runs, evidence, blind)  # each one's phase (rules 1, 3)
     none = moving_none(met)  # a phase that shows reading moves no writes: no pace for it
@@ -209,7 +210,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]
     shown = met  # as the rows show them (rule 2's busy_elsewhere)
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
-    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, current,
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, going,
                               met)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
@@ -260,12 +261,13 @@ Weights = tuple[dict[int, float], frozenset[int]]  # expected amounts; jobs rule
 def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
                       blind: Sequence[Interval], paced: dict[int, float],
-                      seen: frozenset[int], current: dict[int, float],
+                      seen: frozenset[int], going: dict[int, float],
                       met: Meeting | None) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
     candidates rule 0 rules out (not in `seen`, who did I/O by their id in the read
-    interval); None where there is no evidence. `current`: observed.phases; `met`: the
-    candidates' phases meeting the delta (attribute.phases.meeting)."""
+    interval); None where there is no evidence. `going`: readings.continuing of all the
+    candidates (each one's entry reads its own rows only, so rule 0's subset of busy ones
+    reuses it); `met`: the candidates' phases meeting the delta (attribute.phases.meeting)."""
     if d.node is None:
         return None
     busy = [c for c in active if c.job in seen]
@@ -273,14 +275,13 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
         inner = _evidence_weights(d, i, busy, runs, over, evidence, blind, paced, seen,
-                                  current, met)
+                                  going, met)
         return _ruled_out(idle, busy, inner, over)
+    going = {c.job: going[c.job] for c in active if c.job in going}
     phased = expected_of(d, met, [c.job for c in active])
     if phased:  # the phases the candidates' own rows show say what each moved in it
-        going = continuing(d, i, active, evidence, current)
         return {j: max(v, going.get(j, 0.0) * over[j]) for j, v in phased.items()}, frozenset()
     rates = _rates(d, i, active, runs, over, evidence, blind)
-    going = continuing(d, i, active, evidence, current)
     if rates is not None and going:  # at least the rate of a phase still going after it
         rates = {c.job: max(rates[0].get(c.job, 0.0), going.get(c.job, 0.0) * over[c.job])
                  for c in active}, frozenset()

@@ -9,7 +9,7 @@ Pure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from slurm_io.attribute.observed import (
@@ -134,7 +134,7 @@ EDGE_ROW = 2 * SLIVER  # rule 0: a longer row (an outage's read) says little of 
 
 
 def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evidence,
-                 seen: frozenset[int], current: dict[int, float]) -> frozenset[int]:
+                 seen: frozenset[int], going: Collection[int]) -> frozenset[int]:
     """The candidates rule 0 must not rule out though none of their rows falls in the
     delta's read interval (`seen`: those with one): their own id moved byte facet `i` on
     the delta's own OST in a read that ended within EDGE of the delta's start, at a rate
@@ -144,10 +144,11 @@ def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evi
     on the OST the first job had been writing on went whole to the second). Not a trickle
     (a log beside compute), not a row longer than EDGE_ROW (an outage's read), not another
     OST's row (it says nothing of this one), not where a busy candidate's own id moved the
-    facet on the delta's OST in the read right after it (`continuing`: its phase ran
-    through the delta; leaky seed 3, node021), and only where rule 0 applies (`seen`)."""
+    facet on the delta's OST in the read right after it (`going`: the candidates
+    `continuing` names; its phase ran through the delta; leaky seed 3, node021), and only
+    where rule 0 applies (`seen`)."""
     if (i > 1 or not seen or d.node is None or target_kind(d.target) != "OST"
-            or set(continuing(d, i, active, evidence, current)) & seen):
+            or seen & set(going)):
         return frozenset()
     a, b = d.ts_start, d.ts_end
     floor = EDGE_SHARE * measures(d.counters)[i] / max(b - a, 1.0)  # bytes/s

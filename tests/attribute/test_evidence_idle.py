@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.readings import busy_at_edge
+from slurm_io.attribute.readings import busy_at_edge, continuing
 from tests.attribute.test_evidence import READ, WRITE, A, B, ev, row
 
 STRETCH = [(4000.0, 4120.0)]
@@ -61,7 +61,8 @@ def test_a_job_writing_on_the_delta_ost_as_the_ids_went_missing_is_not_idle(case
     e = ev(*rows, *others)
     seen = frozenset({2}) if len(others) > 1 else frozenset()  # job 2's sliver inside
     delta = DELTA if i == WRITE else row(4000, 4120, rb=24000)
-    got = busy_at_edge(delta, i, [A, B], e, seen, {2: 100.0})
+    going = continuing(delta, i, [A, B], e, {2: 100.0})  # job 2's rate in its phase
+    got = busy_at_edge(delta, i, [A, B], e, seen, going)
     assert got == (frozenset({1}) if kept else frozenset())
 
 
