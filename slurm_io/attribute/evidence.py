@@ -50,27 +50,25 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    of its phase with the delta (0 on an OST it did not move bytes on), at least its
    continuing rate; the rates around it take over elsewhere. The rates around a blind
    stretch average a phase with the compute next to it and with time they cannot see.
-3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
-   the delta is divided by weight (all of it: see split()). A delta above twice what the
-   weights predict holds a burst no rate shows: beyond_rates() gives it to the candidates
-   idle around it, after each candidate with a rate has what it can explain; a job that
-   began inside the delta's read interval can explain up to its phase's rate (on all its
-   OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of:
-   a task begun while the ids were missing shows only the OSTs it went on using); a paced
-   candidate whose phases began at or after the delta's start, up to twice its pace only
-   (phases.paced_later: its edge rate is a later phase's); no edge rate for a candidate
-   whose phases there moved none of the delta's facet (moving none: the edge rows' bytes
-   are of the other facet); a paced candidate whose phase
-   is shown on the MDT only, up to its loose pace (as in step 4) where so the rates
-   explain the whole delta and no task began a collector period before it or later
-   (phases.loosened: the burst is a job's with no rate only where the rates cannot
-   explain it, or a new task's start-up read); not to a candidate whose phase there
-   moved none of the delta's facet where the others' phases can have moved it all
-   (phases.busy_elsewhere). Where
-   a candidate was never observed (its run lies wholly in blind time) or no candidate
-   moved that facet in the window, a rise of the candidates' activity on the other
-   target kind during the delta divides it (_surprise), else the split falls back to time
-   overlap.
+3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount); the
+   delta is divided by weight (all of it: see split()). A delta above twice what the weights
+   predict holds a burst no rate shows: beyond_rates() (attribute.bursts) gives it to the
+   candidates idle around it, after each candidate with a rate has what it can explain; a job
+   that began inside the delta's read interval can explain up to its phase's rate (on all its
+   OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of: a task
+   begun while the ids were missing shows only the OSTs it went on using); a paced candidate
+   whose phases began at or after the delta's start, up to twice its pace only
+   (bursts.paced_later: its edge rate is a later phase's); no edge rate for a candidate whose
+   phases there moved none of the delta's facet (moving none: the edge rows' bytes are of the
+   other facet); a paced candidate whose phase is shown on the MDT only, up to its loose pace
+   (as in step 4) where so the rates explain the whole delta and no task began a collector
+   period before it or later (bursts.loosened: the burst is a job's with no rate only where the
+   rates cannot explain it, or a new task's start-up read); not to a candidate whose phase
+   there moved none of the delta's facet where the others' phases can have moved it all
+   (bursts.busy_elsewhere). Where a candidate was never observed (its run lies wholly in blind
+   time) or no candidate moved that facet in the window, a rise of the candidates' activity on
+   the other target kind during the delta divides it (_surprise), else the split falls back to
+   time overlap.
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -100,6 +98,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from slurm_io.attribute.bursts import UNMEASURED as _UNMEASURED
+from slurm_io.attribute.bursts import (
+    began_near,
+    beyond_rates,
+    busy_elsewhere,
+    edge_rates,
+    loosened,
+    paced_later,
+)
 from slurm_io.attribute.caps import capped
 from slurm_io.attribute.joint import filled
 from slurm_io.attribute.leaks import NodeBlind, in_long_read, leaks_first
@@ -122,19 +129,12 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     subtract,
     target_kind,
 )
-from slurm_io.attribute.phases import UNMEASURED as _UNMEASURED
 from slurm_io.attribute.phases import (
     Meeting,
-    began_near,
-    beyond_rates,
-    busy_elsewhere,
-    edge_rates,
     expected_of,
     loose_paces,
-    loosened,
     meeting,
     moving_none,
-    paced_later,
     reach_of,
     unbounded,
 )

@@ -34,10 +34,8 @@ shown on the MDT only (its OSTs blind: its rate is unknown, and giving it the ot
 rate cost dense seeds 1-3 up to 0.3 points); in an outage's long interval (the rows beside
 it say more); and where no blind stretch is given around it (a delta weighed alone).
 
-Rule 2 of attribute.evidence lives here too, as it reads a phase's rate at the edges of a
-blind stretch: `edge_rates`, and `beyond_rates` (a delta far above what the rates expect
-holds a burst none of them shows), with what bounds it (`paced_later`, `loosened`,
-`busy_elsewhere`).
+Rule 2 of attribute.evidence, which reads a phase's rate at the edges of a blind stretch
+and bounds a burst beyond the rates, is in attribute.bursts.
 
 Pure: every function reads its arguments only.
 """
@@ -48,8 +46,6 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.attribute.observed import (
-    CAP_SLACK,
-    MIN_OBSERVED,
     WINDOWS,
     Evidence,
     Interval,
@@ -255,140 +251,3 @@ def expected(d: DeltaRow, i: int, active: Sequence[JobWindow], runs_of: dict[int
     around it; empty where the phases do not weigh the delta (the module's docstring)."""
     return expected_of(d, meeting(d, i, active, runs_of, evidence, blind),
                        [c.job for c in active])
-
-
-def edge_rates(d: DeltaRow, i: int, weights: dict[int, float], over: dict[int, float],
-               evidence: Evidence, blind: Sequence[Interval]) -> dict[int, float]:
-    """What each candidate's highest rate right at the edges of the blind stretch around the
-    delta predicts for it (a job's rate is smooth within a phase: one that was writing when
-    the ids went missing, or again when they came back, was writing in between; its rate
-    over a wider window dilutes that phase with the compute around it). Rule 2's reading,
-    for the candidates of `weights`."""
-    if d.node is None:
-        return {}
-    a, b = d.ts_start, d.ts_end
-    for h0, h1 in blind:
-        if h0 <= a and b <= h1:
-            a, b = h0, h1
-            break
-    kind = target_kind(d.target)
-    out = {}
-    for j in weights:
-        peak = evidence.peak(d.node, j, kind, i, a - 2 * MIN_OBSERVED, b + 2 * MIN_OBSERVED,
-                             sole=False)
-        if peak:
-            out[j] = peak * over[j]
-    return out
-
-
-def paced_later(d: DeltaRow, found: Meeting | None, paced: Collection[int],
-                reach: Collection[int]) -> frozenset[int]:
-    """The paced candidates (`paced`) whose phases meeting `d` all began at or after its
-    start, not having begun inside it themselves (`reach`): rule 2 holds them to their pace,
-    which reads the delta's own interval, and not to their rate at the edges of the blind
-    stretch, which is that of a phase not yet going when the delta began (leaky seed 2,
-    node006: a job opening a few files during a 67.6 GiB blind write, paced at 0.8 GB, was
-    given 45 GiB by the rate of the phase it began as the ids came back)."""
-    if not found:
-        return frozenset()
-    return frozenset(j for j, phases in found.items() if j in paced and j not in reach
-                     and all(p.t0 >= d.ts_start for p, _ in phases))
-
-
-def busy_elsewhere(amount: float, found: Meeting | None, none: frozenset[int],
-                   excluded: Collection[int]) -> frozenset[int]:
-    """The candidates rule 2 does not give a burst no rate shows: those whose phases meeting
-    the delta show OST bytes by their id and none of its facet (`none`: moving_none, a job
-    reading then was not writing), where the phases of the other candidates (not in
-    `excluded`) can have moved the whole `amount` at the rates their rows show, on all
-    their OSTs together, over their overlaps (leaky seed 3, node015: a 22.8 GiB blind
-    write went to a task reading then, beside a job writing 451 MB/s on another OST, whose
-    processes left part of its writes without its id). Where they cannot (dense seed 1,
-    node005: a 29.7 GiB read by a job writing on another OST, beside phases reading at
-    7 MB/s), the burst goes to the candidates with no rate as before, whatever their rows
-    show."""
-    if not none or not found:
-        return frozenset()
-    can = sum((p.rate or 0.0) * ov for j, phases in found.items()
-              if j not in none and j not in excluded for p, ov in phases)
-    return none if can >= amount else frozenset()
-
-
-FRESH = MIN_OBSERVED / 2  # rule 2: a task begun up to a collector period before a delta
-# may be doing its start-up read in it
-
-
-def loosened(amount: float, expected: dict[int, float], edge: dict[int, float],
-             reach: dict[int, float], loose: dict[int, float], paced: dict[int, float],
-             fresh: bool) -> dict[int, float]:
-    """The bounds rule 2 gives `beyond_rates` as `reach`: each paced candidate whose phase
-    meeting the delta is shown on the MDT only may explain CAP_SLACK x its loose pace
-    (`loose_paces`, as rule 3 holds it), where together the candidates' rates so loosened
-    explain the whole `amount` and no candidate began less than FRESH s before the delta's
-    start or after it (`fresh`: began_near); else `reach` as it is. A burst is given to a
-    job no rate shows only where the rates cannot explain it (dense seed 3, node027: a
-    70.8 GiB blind write of a job whose write phase showed on the MDT only, paced at
-    18.5 GiB, went half to a job ending 41 s into it); where they cannot, or where a
-    task begun then may be doing its start-up read (dense seed 2, node029: a 55 GiB read,
-    the task's, begun 22 s into it), the tighter bound stands."""
-    if fresh:
-        return reach
-    lifted = dict(reach)
-    for j, v in loose.items():
-        if v > paced.get(j, v) and expected.get(j, 0.0) > 0:
-            lifted[j] = max(lifted.get(j, 0.0), CAP_SLACK * v)
-    return lifted if amount <= sum(explainable(expected, edge, lifted).values()) else reach
-
-
-def began_near(d: DeltaRow, starts: Collection[float]) -> bool:
-    """Whether a candidate began (its run's start in `starts`) less than FRESH s before
-    `d`'s start, or after it: its start-up read may be in the delta (leaky seed 5, node032:
-    an 85 GiB read of two tasks begun 88 and 91 s before it)."""
-    return any(s0 >= d.ts_start - FRESH for s0 in starts)
-
-
-UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
-
-
-def explainable(expected: dict[int, float], edge: dict[int, float],
-                reach: dict[int, float] | None) -> dict[int, float]:
-    """What rule 2 lets each candidate explain: CAP_SLACK x its expected amount or its
-    `edge` rate's, or its `reach` when higher; nothing for a candidate with no rate (0
-    expected), which only a burst can make busy. One measure for `beyond_rates` and for
-    `loosened`, which asks whether the lifted bounds explain the delta."""
-    return {j: max(CAP_SLACK * max(w, edge.get(j, 0.0)), (reach or {}).get(j, 0.0))
-            if w > 0 else 0.0 for j, w in expected.items()}
-
-
-def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[int],
-                 over: dict[int, float], edge: dict[int, float], surprise: dict[int, float],
-                 reach: dict[int, float] | None = None) -> dict[int, float]:
-    """Weights once each candidate's rate has been held to what it can explain.
-
-    `expected` is what each candidate's own rate around the delta predicts for it. A delta
-    far above what the rates predict holds I/O none of the measured rates shows: a burst
-    of a job that was idle (by its id) around the blind stretch. Each candidate with a rate
-    is given at most CAP_SLACK x its expected amount (or what its rate at the edges of the
-    blind stretch predicts, `edge`, when higher), or its `reach` (`reach_of`: a bound, not
-    doubled) when higher still; the rest goes to the candidates that showed no rate there
-    (and were not ruled out by rule 0), in proportion to how much their activity on the
-    other target kind rose during the delta (`surprise`), else by time overlap. Where every
-    candidate has a rate, the weights stay as they are.
-    """
-    if UNMEASURED & excluded or amount <= 0:
-        return expected
-    total = sum(expected.values())
-    if total <= 0 or amount <= CAP_SLACK * total:
-        return expected
-    can = explainable(expected, edge, reach)
-    idle = [j for j, w in can.items() if w <= 0 and j not in excluded]
-    if not idle or amount <= sum(can.values()):
-        return expected
-    rest = amount - sum(can.values())
-    out = dict(can)
-    hint = {j: surprise.get(j, 0.0) for j in idle}
-    basis = hint if sum(hint.values()) > 0 else {j: over[j] for j in idle}
-    norm = sum(basis.values())
-    for j in idle:
-        out[j] += rest * basis[j] / norm
-    return out

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import pytest
 
+from slurm_io.attribute.bursts import FRESH, began_near, busy_elsewhere, loosened, paced_later
 from slurm_io.attribute.evidence import EVIDENCE, split
 from slurm_io.attribute.phases import (
-    FRESH,
     LOOSE_PACE,
     Phase,
-    began_near,
-    busy_elsewhere,
     expected,
     loose_paces,
-    loosened,
     moving_none,
-    paced_later,
     runs,
     unbounded,
 )
@@ -310,7 +306,7 @@ def test_a_blind_write_its_loose_pace_explains_is_not_given_to_a_job_with_no_rat
     # open). Job 1 opened a file then and moved no byte by its id within the hour: no rate.
     # Rule 2 held job 2 to twice its pace and gave the rest, a third, to job 1 as a burst
     # no rate shows; four times its pace (its loose pace, as rule 3 holds it) explains the
-    # whole delta, and no task began near it (phases.loosened).
+    # whole delta, and no task began near it (bursts.loosened).
     rows = (row(3000, 3120, job=2, target="fs-OST0001", wb=8000),
             row(3000, 3120, job=2, target=MDT, opens=10),
             *[row(t, t + 120, job=2, target=MDT, opens=10) for t in (3880, 4000, 4120)],
@@ -355,7 +351,7 @@ def test_a_blind_write_beside_a_job_writing_elsewhere_is_not_given_to_a_job_read
     # stretch. Job 2 read on fs-OST0002 around it (its phase moved no writes). Rule 2 held
     # job 1 to twice its edge rate (2400) and gave the rest to job 2 as a burst no rate
     # shows; job 1's phase can have written it all, job 2's rows say it was reading
-    # (phases.busy_elsewhere). Leaky seed 3, node015: a job whose processes left part of
+    # (bursts.busy_elsewhere). Leaky seed 3, node015: a job whose processes left part of
     # its writes without its id.
     rows = (row(3270, 3390, job=1, target="fs-OST0001", wb=300000),
             row(3390, 3520, job=1, target="fs-OST0001", wb=1200),

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from slurm_io.attribute.bursts import beyond_rates
 from slurm_io.attribute.evidence import EVIDENCE, capped, split
-from slurm_io.attribute.phases import beyond_rates, meeting, reach_of
+from slurm_io.attribute.phases import meeting, reach_of
 from slurm_io.jobs.info import JobWindow
 from tests.attribute.test_evidence import WRITE, A, ev, row
 from tests.attribute.test_phases import DELTA, STRETCH, around
