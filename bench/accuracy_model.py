@@ -44,6 +44,7 @@ class Printed(NamedTuple):
     mdt_ops: float
     first: float  # time of the first and last increment printed by its id, any kind
     last: float
+    osts: frozenset[str] = frozenset()  # the OSTs it printed bytes on by its id
 
 
 class Model(NamedTuple):
@@ -62,6 +63,9 @@ class Known(NamedTuple):
     rates: dict[int, tuple[float, float]] | None = None  # phase -> read, write bytes/s
     spans: dict[int, tuple[float, float]] | None = None  # phase -> span; absent: none
     leak: float | None = None  # every job's share of leaked increments
+    # phase -> the OSTs it printed bytes on by its id, taken as all of its OSTs (a phase
+    # absent: any OST); with `osts` the phase's true OSTs are known where it printed any
+    shown_osts: dict[int, frozenset[str]] | None = None
 
 
 TRUTH = Known()  # the unrestricted oracle
@@ -86,7 +90,8 @@ def load_model(path: Path) -> Model:
                 episodes[node].append(tuple(row["episode"]))
         elif "phase" in row:
             printed[row["phase"]] = Printed(row["ost_bytes"], row["mdt_ops"],
-                                            row.get("first", 0.0), row.get("last", 0.0))
+                                            row.get("first", 0.0), row.get("last", 0.0),
+                                            frozenset(row.get("osts", ())))
     n_osts = len({o for by_job in phases.values() for ps in by_job.values() for p in ps
                   for o in p.osts})
     return Model(phases, episodes, n_osts, printed)
@@ -110,17 +115,21 @@ def expected(model: Model, node: str, target: str, uid: int, a: float, b: float,
     on that OST (the rate spread over its OSTs) times the seconds it ran there blind (inside
     an episode every increment; outside, its leaked share). `known` restricts what it knows:
     a phase whose OSTs it does not know is taken to use any OST (the data never said which),
-    and rates, spans and the leak share are taken from it where it gives them."""
+    or those it printed bytes on (`shown_osts`), and rates, spans and the leak share are
+    taken from it where it gives them."""
     out: dict[int, float] = {}
     spans = model.episodes.get(node, [])
     for job, phases in model.phases.get((node, uid), {}).items():
         amount = 0.0
         for p in phases:
-            osts_known = known.osts is None or p.index in known.osts
+            osts: frozenset[str] | None = (
+                p.osts if known.osts is None or p.index in known.osts else None)
+            if known.shown_osts is not None:
+                osts = known.shown_osts.get(p.index) or None
             rate = (p.rates if known.rates is None else known.rates[p.index])[facet]
-            if (osts_known and target not in p.osts) or rate <= 0:
+            if (osts is not None and target not in osts) or rate <= 0:
                 continue
-            spread = len(p.osts) if osts_known else model.n_osts
+            spread = len(osts) if osts is not None else model.n_osts
             t0, t1 = ((p.t0, p.t1) if known.spans is None
                       else known.spans.get(p.index, (0.0, 0.0)))
             lo, hi = max(a, t0), min(b, t1)
@@ -144,6 +153,13 @@ def from_the_data(model: Model, leak: bool = True) -> Known:
         rates=printed_rates(model),
         spans={i: (p.first - EDGE, p.last + EDGE) for i, p in model.printed.items()},
         leak=None if leak else mean_leak(model))
+
+
+def shown_osts(model: Model) -> dict[int, frozenset[str]]:
+    """Each phase's OSTs as the data shows them: those it printed bytes on by its id, not
+    all it used (`from_the_data` knows them all where it printed any: a phase striped over
+    two OSTs whose id the data shows on one is known on both there, on one here)."""
+    return {i: p.osts for i, p in model.printed.items() if p.osts}
 
 
 def printed_rates(model: Model) -> dict[int, tuple[float, float]]:

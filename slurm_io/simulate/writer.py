@@ -122,10 +122,12 @@ def _printed_id(plan: IdPlan, b: Burst) -> tuple[str, IdClass]:
                            kind=b.kind)
 
 
-def _oracle(rows: list[str], seen_by_id: dict[int, list[float]], phase: int, b: Burst,
-            t: float, target: str, id_class: IdClass) -> None:
+def _oracle(rows: list[str], seen_by_id: dict[int, list[float]],
+            osts_by_id: dict[int, set[str]], phase: int, b: Burst, t: float, target: str,
+            id_class: IdClass) -> None:
     """Book one increment of a job for the oracle: under `:uid:host`, the increment itself
-    (with its phase); under an id naming the job, what that phase showed by its id."""
+    (with its phase); under an id naming the job, what that phase showed by its id (and on
+    which OSTs it showed bytes)."""
     nbytes = sum(s * c for s, c in b.reads) + sum(s * c for s, c in b.writes)
     if id_class == IdClass.JOB_MISSING:
         rows.append(json.dumps([
@@ -136,6 +138,8 @@ def _oracle(rows: list[str], seen_by_id: dict[int, list[float]], phase: int, b: 
         acc = seen_by_id.setdefault(phase, [0.0, 0.0, t, t])
         if b.kind == "OST":
             acc[0] += nbytes
+            if nbytes > 0:  # the OSTs the data shows the phase on
+                osts_by_id.setdefault(phase, set()).add(target)
         else:
             acc[1] += sum(c for _, c in b.ops)
         acc[2], acc[3] = min(acc[2], t), max(acc[3], t)
@@ -306,6 +310,7 @@ def simulate(
     phase_index = {id(p): i for i, p in enumerate(phases)}
     # phase -> [OST bytes, MDT ops, first and last time] of what it printed under its job id
     seen_by_id: dict[int, list[float]] = {}
+    osts_by_id: dict[int, set[str]] = {}
     for k, slot in enumerate(slots):
         w1 = slots[k + 1] if k + 1 < len(slots) else slot
         reads = [(slot + jitter_rng.randrange(0, MAX_JITTER + 1), s) for s in servers]
@@ -325,8 +330,8 @@ def simulate(
                 job_id, id_class = _printed_id(plan, b)
                 owner = b.phase.job if b.phase.job is not None else f"uid:{b.phase.uid}"
                 if oracle_rows is not None and isinstance(owner, int):
-                    _oracle(oracle_rows, seen_by_id, phase_index[id(b.phase)], b, t,
-                            fs.target(b.kind, b.ost).name, id_class)
+                    _oracle(oracle_rows, seen_by_id, osts_by_id, phase_index[id(b.phase)],
+                            b, t, fs.target(b.kind, b.ost).name, id_class)
                 fs.target(b.kind, b.ost).log(t, job_id, id_class, owner, b.ops, b.reads,
                                              b.writes, ledger)
                 continue
@@ -386,7 +391,8 @@ def simulate(
     size += _write(out_dir / "sacct.txt", sacct_text(workload.jobs, end))
     if oracle_rows is not None:
         oracle_rows += [json.dumps({"phase": i, "ost_bytes": v[0], "mdt_ops": v[1],
-                                    "first": v[2], "last": v[3]})
+                                    "first": v[2], "last": v[3],
+                                    "osts": sorted(osts_by_id.get(i, ()))})
                         for i, v in sorted(seen_by_id.items())]
         oracle_rows += _oracle_model(phases, plan, fs)
         size += _write(out_dir / "oracle.jsonl", "\n".join(oracle_rows) + "\n")

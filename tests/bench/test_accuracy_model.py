@@ -23,6 +23,7 @@ from bench.accuracy_model import (  # noqa: E402
     mode_mean,
     model_split,
     printed_rates,
+    shown_osts,
 )
 
 OST0, OST1, OST2 = "fs-OST0000", "fs-OST0001", "fs-OST0002"
@@ -110,6 +111,26 @@ def test_the_data_knows_a_phase_only_as_it_printed_by_its_id(tmp_path: Path) -> 
     assert expected(model, "n1", OST0, 7, 100, 200, 1, known) == pytest.approx({1: 30.0 * 10})
     # with the truth, all three phases count
     assert set(expected(model, "n1", OST0, 7, 100, 200, 1)) == {1, 2}
+
+
+def test_the_strictest_data_knows_a_phase_only_on_the_osts_it_printed_bytes_on(
+        tmp_path: Path) -> None:
+    path = _model(tmp_path)
+    # job 1's phase, on OST0 and OST1, printed bytes by its id on OST1 only
+    path.write_text(path.read_text().replace(
+        '{"phase": 0, "ost_bytes": 10, "mdt_ops": 1}',
+        f'{{"phase": 0, "ost_bytes": 10, "mdt_ops": 1, "osts": ["{OST1}"]}}'))
+    model = load_model(path)
+    assert shown_osts(model) == {0: frozenset({OST1})}
+    strict = Known(shown_osts=shown_osts(model))
+    # on OST0 the data shows job 1 nowhere: it is not expected there; jobs 2 and 3, which
+    # printed no bytes, are spread over every OST (50 s blind, and job 2 half of 50 more)
+    assert expected(model, "n1", OST0, 7, 100, 200, 1, strict) == pytest.approx(
+        {2: 30 / 3 * (50 + 0.5 * 50), 3: 50 / 3 * 50})
+    assert 1 in expected(model, "n1", OST0, 7, 100, 200, 1)  # the truth knows it there
+    # on OST1 its whole rate (one OST shown), where the truth spreads it over two
+    assert expected(model, "n1", OST1, 7, 100, 150, 1, strict)[1] == pytest.approx(100 * 50)
+    assert expected(model, "n1", OST1, 7, 100, 150, 1) == pytest.approx({1: 50 * 50})
 
 
 def test_the_mean_leak_weighs_each_phase_by_its_seconds(tmp_path: Path) -> None:

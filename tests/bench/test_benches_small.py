@@ -247,18 +247,22 @@ def test_accuracy_small(pg_dsn: str) -> None:
                           r"points", out)) == 3
     assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
     # the model oracles (bench/accuracy_model.py): knowing every phase, its OSTs only where
-    # shown, ... down to the data's model (what the rows show of each phase), and per delta
+    # shown, ... down to the data's model (what the rows show of each phase; at the last, its
+    # OSTs only those it printed bytes on), and per delta
     # the better of the rules' and the first two, or the data's model
     for name in ("the model oracle's", "the model oracle's, OSTs known only where shown",
                  "the model oracle's, rates only as printed",
                  "the model oracle's, rates and OSTs only as printed",
                  "the data's model (rates, OSTs and spans only as printed)",
                  "the data's model, every job's leak share the mean",
+                 "the data's model, that and each phase's OSTs those it printed bytes on",
                  "per delta the better of the rules' and the model oracle's",
                  "per delta the better of the rules' and the model oracle's, OSTs known only "
                  "where shown",
                  "per delta the better of the rules' and the data's model (rates, OSTs and "
-                 "spans only as printed)"):
+                 "spans only as printed)",
+                 "per delta the better of the rules' and the data's model, that and each "
+                 "phase's OSTs those it printed bytes on"):
         assert len(re.findall(rf"with {re.escape(name)} split: over placeable bytes \d+\.\d+ %"
                               rf", per-job median / p90 [\d.]+ / [\d.]+ %; headline \d+\.\d+ %",
                               out)) == 3, name

@@ -196,12 +196,15 @@ def test_the_oracle_adds_a_file_and_changes_nothing_else(tmp_path: Path) -> None
                        for p in phases[(job, node)]), row  # ... inside a phase on its OST
     # what each phase printed by its job's id: the model oracle's "data" forms read its span
     spans = {r["model_phase"]: (r["t0"], r["t1"]) for rows in phases.values() for r in rows}
+    osts = {r["model_phase"]: set(r["osts"]) for rows in phases.values() for r in rows}
     printed = [json.loads(line) for line in (tmp_path / "b" / "oracle.jsonl").read_text()
                .splitlines() if line.startswith('{"phase"')]
     assert printed and any(r["ost_bytes"] > 0 for r in printed)
     for r in printed:
         t0, t1 = spans[r["phase"]]
         assert t0 - 1 <= r["first"] <= r["last"] <= t1 + 1, r
+        # the OSTs it showed bytes on by its id: some of its own, none where it showed none
+        assert set(r["osts"]) <= osts[r["phase"]] and bool(r["osts"]) == (r["ost_bytes"] > 0)
     for job, nbytes in by_job.items():
         t = truth[str(job)]
         missing = t["by_class"].get("job_missing", {})
