@@ -67,8 +67,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    there moved none of the delta's facet where the others' phases can have moved it all
    (bursts.busy_elsewhere). Where a candidate was never observed (its run lies wholly in blind
    time) or no candidate moved that facet in the window, a rise of the candidates' activity on
-   the other target kind during the delta divides it (_surprise), else the split falls back to
-   time overlap.
+   the other target kind during the delta divides it (_surprise; where every one rose, by
+   time overlap: readings.rise_weights), else the split falls back to time overlap.
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -144,6 +144,7 @@ from slurm_io.attribute.readings import (  # re-exported too
     continuing,
     paced_amounts,
     phases,
+    rise_weights,
     unseen,
 )
 from slurm_io.attribute.sizes import by_size
@@ -216,7 +217,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
         ruled = found[1] - _UNMEASURED if found is not None else frozenset()
-        rise = _surprise(d, active, evidence, ruled)
+        rise = rise_weights(d, _surprise(d, active, evidence, ruled),
+                            [c.job for c in active if c.job not in ruled])
         if sum(rise.values()) > 0:
             weights = {c.job: rise.get(c.job, 0.0) * over[c.job] for c in active}
         elif found is not None:

@@ -157,3 +157,22 @@ def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evi
             r.target == d.target and a - EDGE <= r.t1 <= a + EDGE
             and r.t1 - r.t0 <= EDGE_ROW and r.m[i] / max(r.t1 - r.t0, MIN_ROW) >= floor
             for r in evidence.between(d.node, c.job, a - EDGE, a + EDGE)))
+
+
+def rise_weights(d: DeltaRow, rise: dict[int, float], jobs: Collection[int]
+                 ) -> dict[int, float]:
+    """The weights rule 1's last resort reads from `rise`, how much more each candidate did
+    on the other target kind during the delta than around it (evidence._surprise), where no
+    candidate's rate tells them apart. Where every candidate in `jobs` (those not ruled out)
+    rose, each entered an I/O phase the OST rows do not show, and the size of its rise says
+    nothing of the bytes it moved (a job's metadata rate and its byte rate are not tied):
+    each counts alike and the time overlap divides the delta (dense seed 1, node029: two
+    farm tasks reading their input while blind, 83.8 and 51.6 GiB, went three quarters to
+    the one opening three times as many files, which read less). Elsewhere the size: it
+    tells the ones that rose from those that did not; and in an outage's long interval
+    (over WINDOWS[0]) who was active longer (dense seed 4, node009: a 127 GiB write across
+    24 minutes, whose owner's MDT rose most)."""
+    if rise and len(rise) == len(jobs) and d.ts_end - d.ts_start <= WINDOWS[0]:
+        return {j: 1.0 for j in rise}
+    return rise
+
