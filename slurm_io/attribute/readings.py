@@ -3,8 +3,9 @@
 Rule 1's `beside`, `paced_amounts` and `continuing`, rule 3's `phases`, the candidates
 rule 0 must not rule out (`busy_at_edge`) and those it rules out that rule 3 must not feed
 (`unseen`): each a question attribute.evidence asks of the Evidence index
-(attribute.observed) about the delta's read interval, as opposed to the rates around it.
-Pure.
+(attribute.observed) about the delta's read interval, as opposed to the rates around it;
+and how rule 1's last resort reads the rise of the candidates' MDT activity in it
+(`rise_weights`). Pure.
 """
 
 from __future__ import annotations
