@@ -122,10 +122,11 @@ def expected(model: Model, node: str, target: str, uid: int, a: float, b: float,
     for job, phases in model.phases.get((node, uid), {}).items():
         amount = 0.0
         for p in phases:
-            osts: frozenset[str] | None = (
-                p.osts if known.osts is None or p.index in known.osts else None)
+            osts: frozenset[str] | None  # None: any OST
             if known.shown_osts is not None:
-                osts = known.shown_osts.get(p.index) or None
+                osts = known.shown_osts.get(p.index)
+            else:
+                osts = p.osts if known.osts is None or p.index in known.osts else None
             rate = (p.rates if known.rates is None else known.rates[p.index])[facet]
             if (osts is not None and target not in osts) or rate <= 0:
                 continue

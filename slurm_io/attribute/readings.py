@@ -176,4 +176,3 @@ def rise_weights(d: DeltaRow, rise: dict[int, float], jobs: Collection[int]
     if rise and len(rise) == len(jobs) and d.ts_end - d.ts_start <= WINDOWS[0]:
         return {j: 1.0 for j in rise}
     return rise
-
