@@ -341,7 +341,7 @@ def _sample(dsn: str, out: Path, names: list[str], daemons: dict[str, subprocess
                                   ).fetchall())
     row["rows_stored"] = sum(int(stored.get(n, 0)) for n in names)
     row["rows_expected"] = sum(_expected(out / f"{n}.reads") for n in names)
-    row["spool_bytes"] = sum(f.stat().st_size for n in names
+    row["spool_bytes"] = sum(parts.file_size(f) for n in names
                              for f in (out / "state" / n / "spool").glob("*.batch"))
     row["kept_bytes"] = sum(parts.dir_bytes(out / "state" / n / "spool" / "kept") for n in names)
     row["hook_spool"] = len(hookspool.pending(str(out / "hookspool")))

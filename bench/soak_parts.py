@@ -132,8 +132,17 @@ def prom_query(port: int, promql: str) -> float | None:
     return float(res[0]["value"][1]) if res else None
 
 
+def file_size(path: Path) -> int:
+    """A file's size, 0 once it is gone: a collector removes its spool batch as it stores
+    it, between the sampler's listing of the spool and its stat of the file."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def dir_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+    return sum(file_size(f) for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
 def proc_usage(pid: int) -> tuple[int, int]:
