@@ -18,9 +18,11 @@ from bench.accuracy_model import (
     TRUTH,
     Known,
     from_the_data,
+    indistinct,
     load_model,
     mean_leak,
     model_split,
+    shared_by_time,
     shown_osts,
 )
 
@@ -91,6 +93,9 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     # job began within STARTUP of the delta's end (start-up reads of tasks that began
     # inside a blind stretch: the MDT says they read, not which OST)
     fix_startup: dict[int, float] = defaultdict(float)
+    # job -> what the no-information bound changes (accuracy_model.indistinct): placeable
+    # splits perfect but where the data cannot tell the candidates apart
+    fix_bound: dict[int, float] = defaultdict(float)
     # those start-up deltas' truth and figures per job, to take them out as well: what the
     # rules reach where the MDT says a task read but nothing says which OST
     startup_true: dict[int, float] = defaultdict(float)
@@ -132,6 +137,9 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
         ost, mdt = seen.get(main, (0.0, 0.0))
         startup = placeable and ost == 0 and mdt > 0 and b - began.get(owner, 0) <= STARTUP
         if placeable:
+            bound = shared_by_time(tru, indistinct(model, node, uid, a, b, s.fractions))
+            for j in set(bound) | set(s.fractions):
+                fix_bound[j] += bound.get(j, 0.0) - s.fractions.get(j, 0.0) * total
             for known, fix, better in variants.values():
                 _model_fix(model_split(model, node, target, uid, a, b, i, s.fractions, known),
                            s.fractions, tru, total, fix, better)
@@ -189,6 +197,8 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     # and with those start-up splits taken out too (counted unplaceable, like the blind)
     without_startup = _placeable(rows, _plus(blind_true, startup_true),
                                  _plus(blind_given, startup_given), {}, attributable)
+    no_information = (_placeable(rows, blind_true, blind_given, fix_bound, attributable),
+                      _headline(rows, fix_bound, attributable)[0])
     models = {}
     for name, (_, fix, better) in variants.items():
         models[name] = (_placeable(rows, blind_true, blind_given, fix, attributable),
@@ -201,7 +211,7 @@ def breakdown(sim: Path, splits: dict[Any, Any], rows: list[dict[str, Any]],
     return {"attributable": attributable, "ceilings": ceilings, "placeable": placeable,
             "models": models,
             "placeable_startup_perfect": startup_perfect,
-            "placeable_without_startup": without_startup,
+            "placeable_without_startup": without_startup, "no_information": no_information,
             "job_error": job_err, "direct_error": direct_err,
             "stats": dict(stats), "single_owner": single_owner,
             "per_job_ambiguous_error": dict(per_job_err)}
@@ -281,6 +291,13 @@ def report(b: dict[str, Any]) -> None:
     print(f"  the same with those start-up splits taken out as well ({100 * out:.2f} % of the "
           f"truth out in all): byte accuracy {100 * acc:.2f} %, per-job median / p90 "
           f"{100 * med:.2f} / {100 * p90:.2f} %")
+    (acc, med, p90, _), head = b["no_information"]
+    first = next(iter(b["ceilings"].values()))[0]
+    print(f"  the no-information bound (placeable splits perfect, but where candidates read or "
+          f"wrote shown on the MDT only, which the data cannot tell apart: there by their "
+          f"seconds): byte accuracy {100 * acc:.2f} %, per-job median / p90 {100 * med:.2f} / "
+          f"{100 * p90:.2f} %; headline {100 * head:.2f} %, {100 * (first - head):.2f} points "
+          f"from the first ceiling")
     print("  model oracles (bench/accuracy_model.py), each splitting the placeable deltas by "
           "every candidate's expected blind bytes from its phases, as known to it (never each "
           "increment's draw):")

@@ -15,6 +15,14 @@ bytes it printed by its id tell them, its span as the first and last time it pri
 anything by its id. With all three it is an estimate from the data (generous still: it
 knows how a job's activity splits into phases, their modes, the episodes and leak shares);
 a target above what that reaches is above what a split by the phases the data shows can do.
+
+The no-information bound (`indistinct`, `shared_by_time`) asks the converse: how much of the
+placeable error no rule reading the data can avoid. Where several candidates' phases read or
+wrote at a data mode's rate and printed nothing by their id but MDT operations, the data
+holds nothing of which OSTs they used or how fast (the simulator draws both apart from the
+MDT rate and mix, which are those of either way); a rule can only share such a delta among
+them by what it knows of them, their seconds in it. Every other split perfect, that is the
+best a rule can expect: a target above it is above what the data holds.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 MIB = 1 << 20
+DATA_RATE = 100 * MIB  # the simulator's reading and writing modes draw 140-1040 MiB/s, the
+# others 20 MiB/s at most (slurm_io.simulate.phases)
 EDGE = 20.0  # seconds around a printed span: half the simulator's 40 s between increments
 
 
@@ -217,3 +227,31 @@ def model_split(model: Model, node: str, target: str, uid: int, a: float, b: flo
     if total <= 0:
         return None
     return {j: w / total for j, w in weights.items()}
+
+
+def indistinct(model: Model, node: str, uid: int, a: float, b: float,
+               candidates: Any) -> dict[int, float]:
+    """The candidates the data cannot tell apart in (a, b], each with its seconds there:
+    those whose phases meeting it all read or wrote at a data mode's rate (`DATA_RATE`) and
+    printed by their id MDT operations and no OST byte. Empty with fewer than two."""
+    out: dict[int, float] = {}
+    by_job = model.phases.get((node, uid), {})
+    for job in candidates:
+        meet = [p for p in by_job.get(job, []) if p.t0 < b and p.t1 > a]
+        if not meet or any(max(p.rates) < DATA_RATE for p in meet):
+            continue
+        shown = [model.printed.get(p.index) for p in meet]
+        if all(s is not None and s.ost_bytes == 0 and s.mdt_ops > 0 for s in shown):
+            out[job] = sum(min(b, p.t1) - max(a, p.t0) for p in meet)
+    return out if len(out) >= 2 and sum(out.values()) > 0 else {}
+
+
+def shared_by_time(true: dict[int, float], group: dict[int, float]) -> dict[int, float]:
+    """Each job's bytes as the no-information bound gives them: its true bytes, but inside
+    `group` (job -> seconds, from `indistinct`) the group's true bytes by its seconds."""
+    out = dict(true)
+    together = sum(true.get(j, 0.0) for j in group)
+    seconds = sum(group.values())
+    for j, s in group.items():
+        out[j] = together * s / seconds
+    return out

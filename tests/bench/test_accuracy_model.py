@@ -18,11 +18,13 @@ from bench.accuracy_model import (  # noqa: E402
     blind_seconds,
     expected,
     from_the_data,
+    indistinct,
     load_model,
     mean_leak,
     mode_mean,
     model_split,
     printed_rates,
+    shared_by_time,
     shown_osts,
 )
 
@@ -148,3 +150,36 @@ def test_the_mean_leak_weighs_each_phase_by_its_seconds(tmp_path: Path) -> None:
 ])
 def test_a_phase_that_printed_no_bytes_gets_its_modes_mean_rate(rates, mean) -> None:
     assert mode_mean(rates) == pytest.approx(mean)
+
+
+def _tasks(tmp_path: Path) -> Path:
+    """Four jobs of uid 7 on n1 from 0 s: 1 and 2 read at 300 MiB/s, 3 writes at 400 MiB/s,
+    all three shown on the MDT only (no OST byte by their id); 4 reads at 5 MiB/s (a light
+    mode); job 5 reads at 300 MiB/s and printed bytes by its id; job 1's phase ends at 60 s."""
+    rows = []
+    for job, t1, read, write in ((1, 60, 300, 0), (2, 200, 300, 0), (3, 200, 0, 400),
+                                 (4, 200, 5, 0), (5, 200, 300, 0)):
+        rows.append({"model_phase": job, "node": "n1", "job": job, "uid": 7, "t0": 0,
+                     "t1": t1, "read_rate": read * MIB, "write_rate": write * MIB,
+                     "leak": 0, "osts": [OST0]})
+        rows.append({"phase": job, "ost_bytes": 1000 if job == 5 else 0, "mdt_ops": 40})
+    path = tmp_path / "oracle.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_the_data_cannot_tell_apart_data_phases_shown_on_the_mdt_only(tmp_path: Path) -> None:
+    model = load_model(_tasks(tmp_path))
+    # reading or writing alike (the MDT shows the same either way); not the light phase,
+    # nor the one whose bytes the data shows; each with its seconds in (0, 120]
+    assert indistinct(model, "n1", 7, 0, 120, [1, 2, 3, 4, 5]) == {1: 60, 2: 120, 3: 120}
+    assert indistinct(model, "n1", 7, 0, 120, [1, 4, 5]) == {}  # one alone is told apart
+    assert indistinct(model, "n2", 7, 0, 120, [1, 2]) == {}  # no phase there
+
+
+def test_the_no_information_bound_shares_only_the_groups_bytes_by_their_seconds() -> None:
+    true = {1: 90.0, 2: 0.0, 3: 10.0, 4: 5.0}
+    got = shared_by_time(true, {1: 60, 2: 120, 3: 120})
+    assert got == pytest.approx({1: 20.0, 2: 40.0, 3: 40.0, 4: 5.0})
+    assert sum(got.values()) == pytest.approx(sum(true.values()))
+    assert shared_by_time(true, {}) == true

@@ -246,6 +246,10 @@ def test_accuracy_small(pg_dsn: str) -> None:
     assert len(re.findall(r"distance to the ceiling without the start-up splits .*: -?\d+\.\d+ "
                           r"points", out)) == 3
     assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
+    # the no-information bound (accuracy_model.indistinct): what no rule can place
+    assert len(re.findall(r"the no-information bound .*: byte accuracy \d+\.\d+ %, per-job "
+                          r"median / p90 [\d.]+ / [\d.]+ %; headline \d+\.\d+ %, -?\d+\.\d+ "
+                          r"points from the first ceiling", out)) == 3
     # the model oracles (bench/accuracy_model.py): knowing every phase, its OSTs only where
     # shown, ... down to the data's model (what the rows show of each phase; at the last, its
     # OSTs only those it printed bytes on), and per delta
