@@ -26,17 +26,17 @@ from typing import Any
 
 import hostlist
 
-from slurm_io.model import METADATA_OPS, IdClass
+from slurm_io.model import IdClass
 from slurm_io.parse.render import render_read, render_target
 from slurm_io.simulate.cluster import Workload, build_workload
 from slurm_io.simulate.ids import (
     IdPlan,
     compute_node_id,
-    leak_share,
     login_node_id,
     plan_ids,
 )
 from slurm_io.simulate.lustre import METRICS, FileSystem, Ledger, Server, plan_servers
+from slurm_io.simulate.oracle import Oracle
 from slurm_io.simulate.people import SYSTEM_USERS, Job
 from slurm_io.simulate.phases import Burst, Phase, bursts
 from slurm_io.simulate.scenario import SCENARIOS
@@ -120,43 +120,6 @@ def _printed_id(plan: IdPlan, b: Burst) -> tuple[str, IdClass]:
         return login_node_id(uid=p.uid, exe=p.exe)
     return compute_node_id(plan, t=b.t, node=p.node, job=p.job, uid=p.uid, exe=p.exe,
                            kind=b.kind)
-
-
-def _oracle(rows: list[str], seen_by_id: dict[int, list[float]],
-            osts_by_id: dict[int, set[str]], phase: int, b: Burst, t: float, target: str,
-            id_class: IdClass) -> None:
-    """Book one increment of a job for the oracle: under `:uid:host`, the increment itself
-    (with its phase); under an id naming the job, what that phase showed by its id (and on
-    which OSTs it showed bytes)."""
-    nbytes = sum(s * c for s, c in b.reads) + sum(s * c for s, c in b.writes)
-    if id_class == IdClass.JOB_MISSING:
-        rows.append(json.dumps([
-            t, target, b.phase.node, b.phase.uid, b.phase.job,
-            sum(s * c for s, c in b.reads), sum(s * c for s, c in b.writes),
-            sum(c for n, c in b.ops if b.kind == "MDT" and n in METADATA_OPS), phase]))
-    elif id_class != IdClass.UNRECOVERABLE:
-        acc = seen_by_id.setdefault(phase, [0.0, 0.0, t, t])
-        if b.kind == "OST":
-            acc[0] += nbytes
-            if nbytes > 0:  # the OSTs the data shows the phase on
-                osts_by_id.setdefault(phase, set()).add(target)
-        else:
-            acc[1] += sum(c for _, c in b.ops)
-        acc[2], acc[3] = min(acc[2], t), max(acc[3], t)
-
-
-def _oracle_model(phases: list[Phase], plan: IdPlan, fs: FileSystem) -> list[str]:
-    """What the accuracy breakdown's model oracle knows: every job phase's span, rates and
-    OSTs, each job's share of increments printed without the job outside the episodes
-    (ids.leak_share), and the node-wide episodes (the OSTs of their nodes blind)."""
-    rows = [json.dumps({"model_phase": i, "node": p.node, "job": p.job, "uid": p.uid,
-                        "t0": p.t0, "t1": p.t1, "read_rate": p.read_rate,
-                        "write_rate": p.write_rate, "leak": leak_share(plan, p.job),
-                        "osts": [fs.target("OST", o).name for o in p.osts]})
-            for i, p in enumerate(phases) if p.job is not None and not p.login]
-    rows += [json.dumps({"episode": [e.t0, e.t1], "nodes": sorted(e.nodes)})
-             for e in plan.episodes]
-    return rows
 
 
 def _metrics(values: list[int] | None) -> dict[str, int]:
@@ -306,11 +269,8 @@ def simulate(
         (out_dir / s.name).mkdir()
     files = entries = size = 0
     phases, next_phase, active = workload.phases, 0, []
-    oracle_rows: list[str] | None = [] if oracle else None
-    phase_index = {id(p): i for i, p in enumerate(phases)}
+    booked = Oracle(phases) if oracle else None
     # phase -> [OST bytes, MDT ops, first and last time] of what it printed under its job id
-    seen_by_id: dict[int, list[float]] = {}
-    osts_by_id: dict[int, set[str]] = {}
     for k, slot in enumerate(slots):
         w1 = slots[k + 1] if k + 1 < len(slots) else slot
         reads = [(slot + jitter_rng.randrange(0, MAX_JITTER + 1), s) for s in servers]
@@ -329,9 +289,8 @@ def simulate(
                 b = burst_list[i]
                 job_id, id_class = _printed_id(plan, b)
                 owner = b.phase.job if b.phase.job is not None else f"uid:{b.phase.uid}"
-                if oracle_rows is not None and isinstance(owner, int):
-                    _oracle(oracle_rows, seen_by_id, osts_by_id, phase_index[id(b.phase)],
-                            b, t, fs.target(b.kind, b.ost).name, id_class)
+                if booked is not None and isinstance(owner, int):
+                    booked.book(b, t, fs.target(b.kind, b.ost).name, id_class)
                 fs.target(b.kind, b.ost).log(t, job_id, id_class, owner, b.ops, b.reads,
                                              b.writes, ledger)
                 continue
@@ -389,13 +348,8 @@ def simulate(
                    "phases": len(workload.phases)},
     }
     size += _write(out_dir / "sacct.txt", sacct_text(workload.jobs, end))
-    if oracle_rows is not None:
-        oracle_rows += [json.dumps({"phase": i, "ost_bytes": v[0], "mdt_ops": v[1],
-                                    "first": v[2], "last": v[3],
-                                    "osts": sorted(osts_by_id.get(i, ()))})
-                        for i, v in sorted(seen_by_id.items())]
-        oracle_rows += _oracle_model(phases, plan, fs)
-        size += _write(out_dir / "oracle.jsonl", "\n".join(oracle_rows) + "\n")
+    if booked is not None:
+        size += _write(out_dir / "oracle.jsonl", "\n".join(booked.lines(plan, fs)) + "\n")
     size += _write(out_dir / "truth.json", json.dumps(truth, indent=1, sort_keys=True) + "\n")
     size += _write(out_dir / "manifest.json",
                    json.dumps(manifest, indent=1, sort_keys=True) + "\n")
