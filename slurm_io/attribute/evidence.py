@@ -50,6 +50,10 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    of its phase with the delta (0 on an OST it did not move bytes on), at least its
    continuing rate; the rates around it take over elsewhere. The rates around a blind
    stretch average a phase with the compute next to it and with time they cannot see.
+   Where no candidate's phase shows the delta's OST, the blind bytes of the OSTs each one's
+   phase shows, in the same read, weigh it, and rule 0 counts busy a candidate whose OSTs
+   moved a quarter of the delta so (attribute.striped: rule 10, a phase striped over OSTs
+   its rows showed in part).
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount); the
    delta is divided by weight (all of it: see split()). A delta above twice what the weights
    predict holds a burst no rate shows: beyond_rates() (attribute.bursts) gives it to the
@@ -148,6 +152,7 @@ from slurm_io.attribute.readings import (  # re-exported too
     unseen,
 )
 from slurm_io.attribute.sizes import by_size
+from slurm_io.attribute.striped import striped, striping
 
 if TYPE_CHECKING:
     from slurm_io.attribute.rows import DeltaRow
@@ -211,8 +216,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]
     shown = met  # as the rows show them (rule 2's busy_elsewhere)
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
-    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, seen, going,
-                              met)
+    stripe = striped(d, i, met, leaks, jobs, evidence, blind)  # rule 10: an OST none shows
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced,
+                              seen | striping(d, i, stripe), going, met, stripe)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -264,12 +270,13 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       runs: dict[int, Interval], over: dict[int, float], evidence: Evidence,
                       blind: Sequence[Interval], paced: dict[int, float],
                       seen: frozenset[int], going: dict[int, float],
-                      met: Meeting | None) -> Weights | None:
+                      met: Meeting | None, stripe: dict[int, float]) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
     candidates rule 0 rules out (not in `seen`, who did I/O by their id in the read
     interval); None where there is no evidence. `going`: readings.continuing of all the
     candidates (each one's entry reads its own rows only, so rule 0's subset of busy ones
-    reuses it); `met`: the candidates' phases meeting the delta (attribute.phases.meeting)."""
+    reuses it); `met`: the candidates' phases meeting the delta (attribute.phases.meeting);
+    `stripe`: rule 10's weights (attribute.striped), used where those phases expect nothing."""
     if d.node is None:
         return None
     busy = [c for c in active if c.job in seen]
@@ -277,10 +284,12 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
         inner = _evidence_weights(d, i, busy, runs, over, evidence, blind, paced, seen,
-                                  going, met)
+                                  going, met, stripe)
         return _ruled_out(idle, busy, inner, over)
     going = {c.job: going[c.job] for c in active if c.job in going}
     phased = expected_of(d, met, [c.job for c in active])
+    if not phased and sum(stripe.get(c.job, 0.0) for c in active) > 0:  # rule 10
+        phased = {c.job: stripe.get(c.job, 0.0) for c in active}
     if phased:  # the phases the candidates' own rows show say what each moved in it
         return {j: max(v, going.get(j, 0.0) * over[j]) for j, v in phased.items()}, frozenset()
     rates = _rates(d, i, active, runs, over, evidence, blind)
