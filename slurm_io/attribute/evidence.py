@@ -50,10 +50,10 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    of its phase with the delta (0 on an OST it did not move bytes on), at least its
    continuing rate; the rates around it take over elsewhere. The rates around a blind
    stretch average a phase with the compute next to it and with time they cannot see.
-   Where no candidate's phase shows the delta's OST, the blind bytes of the OSTs each one's
-   phase shows, in the same read, weigh it, and rule 0 counts busy a candidate whose OSTs
-   moved a quarter of the delta so (attribute.striped: rule 10, a phase striped over OSTs
-   its rows showed in part).
+   Where no candidate's phase shows the delta's OST, what the OSTs each one's phase shows
+   moved in the same read (blind or by its id) weighs it, and rule 0 counts busy a
+   candidate whose OSTs moved a quarter of the delta so (attribute.striped: rule 10, a
+   phase striped over OSTs its rows showed in part).
 3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount); the
    delta is divided by weight (all of it: see split()). A delta above twice what the weights
    predict holds a burst no rate shows: beyond_rates() (attribute.bursts) gives it to the

@@ -65,8 +65,8 @@ def blind_bytes(reads: Sequence[tuple[float, float, float, float]], i: int, a: f
 def striped(d: DeltaRow, i: int, met: Meeting | None, leaks: NodeBlind | None,
             jobs: Collection[int], evidence: Evidence, blind: Sequence[Interval]
             ) -> dict[int, float]:
-    """Each candidate's weight for byte facet `i` of `d` from its shown OSTs' blind bytes
-    (the module's docstring); empty where the rule does not apply. `met`: the candidates'
+    """Each candidate's weight for byte facet `i` of `d` from what its shown OSTs moved in
+    the read (the module's docstring); empty where the rule does not apply. `met`: the candidates'
     phases meeting the delta (phases.meeting, joint.filled); `jobs`: the candidates."""
     if met is None or leaks is None or i > 1 or d.node is None:
         return {}
