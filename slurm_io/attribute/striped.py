@@ -51,15 +51,12 @@ if TYPE_CHECKING:
 COMPARABLE = 0.25  # a candidate's shown OSTs must have moved this share of the delta
 
 
-def share(amount: float, t0: float, t1: float, a: float, b: float) -> float:
-    """The part of what a read (t0, t1) moved that falls inside (a, b), by time."""
-    return amount * overlap(a, b, t0, t1) / max(t1 - t0, 1.0) if t1 > a and t0 < b else 0.0
-
-
 def blind_bytes(reads: Sequence[tuple[float, float, float, float]], i: int, a: float,
                 b: float) -> float:
-    """Facet `i` of one OST's blind reads (start, end, read, written) inside (a, b)."""
-    return sum(share((r, w)[i], t0, t1, a, b) for t0, t1, r, w in reads)
+    """Facet `i` of one OST's blind reads (start, end, read, written) inside (a, b), each by
+    the share of it that falls there (as Evidence.amount prorates a job's own rows)."""
+    return sum((r, w)[i] * overlap(a, b, t0, t1) / max(t1 - t0, 1.0)
+               for t0, t1, r, w in reads if t1 > a and t0 < b)
 
 
 def striped(d: DeltaRow, i: int, met: Meeting | None, leaks: NodeBlind | None,
@@ -79,12 +76,10 @@ def striped(d: DeltaRow, i: int, met: Meeting | None, leaks: NodeBlind | None,
            for r in evidence.between(d.node, j, h0 - SLIVER, h1 + SLIVER)):
         return {}
     a, b = d.ts_start, d.ts_end
-    out = {}
-    for j, v in met.items():
-        own = [r for r in evidence.between(d.node, j, a, b) if r.m[i] > 0]
-        out[j] = sum(sum(blind_bytes(leaks.reads.get(o, []), i, a, b)
-                         + sum(share(r.m[i], r.t0, r.t1, a, b) for r in own if r.target == o)
-                         for o in p.osts) / len(p.osts) for p, _ in v if p.rate and p.osts)
+    out = {j: sum(sum(blind_bytes(leaks.reads.get(o, []), i, a, b)
+                      + evidence.amount(d.node, j, [(a, b)], o, "OST", i)
+                      for o in p.osts) / len(p.osts) for p, _ in v if p.rate and p.osts)
+           for j, v in met.items()}
     amount = measures(d.counters)[i]
     return out if max(out.values(), default=0.0) >= COMPARABLE * amount > 0 else {}
 

@@ -270,7 +270,6 @@ def simulate(
     files = entries = size = 0
     phases, next_phase, active = workload.phases, 0, []
     booked = Oracle(phases) if oracle else None
-    # phase -> [OST bytes, MDT ops, first and last time] of what it printed under its job id
     for k, slot in enumerate(slots):
         w1 = slots[k + 1] if k + 1 < len(slots) else slot
         reads = [(slot + jitter_rng.randrange(0, MAX_JITTER + 1), s) for s in servers]
