@@ -39,6 +39,8 @@ def around(job, *, target="fs-OST0000", wb=12000, rb=0, before=(3760, 3880),
                  for t0, t1 in (before, after) if t1 > t0)
 
 
+ENDED = around(1, before=(3640, 3760), after=(3760, 3880))  # two reads up to the stretch
+
 # case: (rows of jobs 1 and 2, what the phases expect of each in the delta's bytes written)
 EXPECTED = {
     # rows on both sides of the stretch: the ids, not the job, went missing in between
@@ -48,9 +50,10 @@ EXPECTED = {
     # 24000 over two OSTs in 240 s: 100 bytes/s, half of it on the delta's OST
     "a phase on two OSTs: half its rate on each": (
         around(1, wb=6000) + around(1, wb=6000, target="fs-OST0001"), {1: 6000.0, 2: 0.0}),
-    # job 1 stopped writing before the ids went missing: compute after it
+    # job 1 stopped writing before the ids went missing (shown two reads: not just begun,
+    # phases.cut_young): compute after it
     "a phase that ended before the stretch moves nothing in it": (
-        around(1, after=(0, 0)) + around(2), {1: 0.0, 2: 12000.0}),
+        ENDED + around(2), {1: 0.0, 2: 12000.0}),
     # 120 s with no row before the stretch: a compute gap the blind stretch does not explain
     "a visible gap of compute is not bridged": (
         around(1, before=(3640, 3760)) + around(2), {1: 0.0, 2: 12000.0}),
@@ -88,7 +91,7 @@ def test_each_candidates_phase_says_what_it_moved_in_the_delta(case):
 
 # case: (rows, blind stretches, delta): where the phases do not weigh the delta
 NOTHING = {
-    "no candidate has a phase meeting the delta": (around(1, after=(0, 0)), STRETCH, DELTA),
+    "no candidate has a phase meeting the delta": (ENDED, STRETCH, DELTA),
     "an outage's 22-minute interval: the rows beside it say more": (
         around(1, before=(2640, 2760), after=(4120, 4240)), [(2760.0, 4120.0)],
         row(2760, 4120, wb=24000)),
