@@ -170,13 +170,13 @@ def cut_young(p: Phase, begun: float) -> Phase:
     go on YOUNG s into it. The ids went missing as the phase began; a phase so young has
     not had time to end (dense seed 3, node003: a job whose new entry wrote 12.7 GiB on an
     OST 29 s before the ids of the node went missing was given 0.05 of the 39.9 GiB that
-    OST moved blind in the next read, all its own, the rest going by rule 2 to three jobs
-    no rate showed). The stretch is the delta's, chained through slivers (observed.stretch):
-    a stretch that merely resumes after a sliver, as the leaks of processes that print no
-    id make them, cut nothing (leaky seed 7, node014: a task's read that ended 108 s before
-    the node's ids went missing was given 0.87 of a 27.7 GiB read that was not its own,
-    in a form that took any stretch's start). Not a phase shown on the MDT only (its rate is
-    unknown: the rules around weigh it)."""
+    OST moved blind in the next read, all its own, the rest going to a job whose phase had
+    ended and, by rule 2, to three no rate showed). The stretch is the delta's, chained
+    through slivers (observed.stretch): a stretch that merely resumes after a sliver, as
+    the leaks of processes that print no id make them, cut nothing (leaky seed 7, node014:
+    a task's read that ended 108 s before the node's ids went missing was given 0.87 of a
+    27.7 GiB read that was not its own, in a form that took any stretch's start). Not a
+    phase shown on the MDT only (its rate is unknown: the rules around weigh it)."""
     if p.rate is None or p.t1 - p.t0 > YOUNG:
         return p
     if p.t1 - EDGE <= begun <= p.t1 + NEAR:
