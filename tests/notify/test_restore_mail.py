@@ -24,7 +24,7 @@ from tests.notify.conftest import (
     queue_rows,
     sacct_line,
 )
-from tests.notify.test_reporter import make_config, make_reporter, run_until
+from tests.notify.reporting import make_config, make_reporter, run_until
 
 pytestmark = pytest.mark.pg
 
