@@ -65,7 +65,7 @@ def bench_accounts() -> None:
     alice and bob until tests/privacy, which runs after this module."""
     if os.geteuid() != 0:
         return
-    from tests.privacy.test_privacy import (
+    from tests.privacy.privacy_db import (
         ADMIN,
         ADMIN_GROUP,
         USERS,

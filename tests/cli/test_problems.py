@@ -80,7 +80,7 @@ def test_mistakes_are_one_line(quarantine, args: list[str], needle: str) -> None
 
 @needs.root("runs jobio as another OS user: root")
 def test_a_user_who_is_not_an_admin_gets_one_clear_line(quarantine, pg_tmp_path) -> None:
-    from tests.privacy.test_privacy import RUNUSER, _ensure_os_user
+    from tests.privacy.privacy_db import RUNUSER, _ensure_os_user
 
     site, _ = quarantine
     user = "jobio_plainuser"

@@ -16,7 +16,7 @@ from tests import needs
 from tests.cli.installed import assert_one_line_error
 from tests.install.roles import SERVER_ONLY, importable
 from tests.notify.conftest import hook_env, queue_rows, wait_until
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 
 pytestmark = pytest.mark.pg
 START = 1_795_000_000.0

@@ -24,7 +24,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from tests import needs
 from tests.cli.installed import JOBIO, command_for
-from tests.privacy.test_privacy import RUNUSER, _ensure_os_user
+from tests.privacy.privacy_db import RUNUSER, _ensure_os_user
 
 pytestmark = [
     pytest.mark.pg,

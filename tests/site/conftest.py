@@ -25,7 +25,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from slurm_io.model import IdClass
-from tests.privacy.test_privacy import ADMIN, RUNUSER, db, uids  # noqa: F401  (fixtures)
+from tests.privacy.privacy_db import ADMIN, RUNUSER, db, uids  # noqa: F401  (fixtures)
 from tests.public_dirs import public_tmp_dir
 
 ROOT = Path(__file__).resolve().parents[2]

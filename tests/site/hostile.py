@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_io.service.protocol import request_payload
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 from tests.site.conftest import Site, run_as
 from tests.site.services import (
     ensure_service_role,

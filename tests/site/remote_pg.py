@@ -21,7 +21,7 @@ from pathlib import Path
 from psycopg.conninfo import make_conninfo
 
 from slurm_io.store.embedded import SERVICE_ACCOUNT, find_bindir
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 
 SUPERUSER = "slurmio"
 

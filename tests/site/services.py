@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.privacy.test_privacy import RUNUSER, _run_admin_tool
+from tests.privacy.privacy_db import RUNUSER, _run_admin_tool
 
 MUNGED = "/usr/sbin/munged"
 

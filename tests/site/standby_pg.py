@@ -19,7 +19,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from slurm_io.store.embedded import SERVICE_ACCOUNT, find_bindir
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 from tests.site.remote_pg import free_port
 
 SUPERUSER = "slurmio"

@@ -22,7 +22,7 @@ import pytest
 
 from slurm_io import munge, munge_lib
 from tests import needs
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 from tests.site.services import private_munged
 
 pytestmark = [needs.root("runs munged daemons and munge as alice"),

@@ -28,7 +28,7 @@ from psycopg.conninfo import make_conninfo
 from slurm_io.simulate import simulate
 from slurm_io.store import accounts, migrate
 from tests import needs
-from tests.privacy.test_privacy import RUNUSER, uids  # noqa: F401  (fixture)
+from tests.privacy.privacy_db import RUNUSER, uids  # noqa: F401  (fixture)
 from tests.site.remote_pg import tls_postgres
 from tests.site.services import ensure_service_account, private_munged, running_service
 

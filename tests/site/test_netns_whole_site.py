@@ -54,7 +54,7 @@ from slurm_io.store import accounts, migrate
 from tests import needs
 from tests.e2e.test_mail_e2e import hook_install, wait_for
 from tests.notify.smtp_sink import smtp_server
-from tests.privacy.test_privacy import RUNUSER, uids  # noqa: F401  (fixture)
+from tests.privacy.privacy_db import RUNUSER, uids  # noqa: F401  (fixture)
 from tests.site.remote_pg import tls_postgres
 from tests.site.services import (
     ensure_service_account,

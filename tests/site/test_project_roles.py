@@ -21,7 +21,7 @@ import pytest
 from psycopg import sql
 
 from slurm_io.store import accounts
-from tests.privacy.test_privacy import _run_admin_tool
+from tests.privacy.privacy_db import _run_admin_tool
 from tests.site.conftest import Site, run_as
 from tests.site.test_service import Service, started_service
 

@@ -23,7 +23,7 @@ import pytest
 from slurm_io import munge
 from slurm_io.client.http import ServiceError, call
 from slurm_io.service.protocol import request_payload
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 from tests.site.conftest import Site, as_json, run_as
 from tests.site.services import (
     ensure_service_role,

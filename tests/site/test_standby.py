@@ -27,7 +27,7 @@ from psycopg import sql
 from slurm_io.simulate import simulate
 from tests.cli.installed import command_for
 from tests.collect.test_collector import stored_rows
-from tests.privacy.test_privacy import RUNUSER, uids  # noqa: F401  (fixture)
+from tests.privacy.privacy_db import RUNUSER, uids  # noqa: F401  (fixture)
 from tests.site.remote_pg import free_port
 from tests.site.services import (
     ensure_service_account,

@@ -27,7 +27,7 @@ from PIL import Image
 from slurm_io.model import IdClass
 from slurm_io.web import chart
 from tests import needs
-from tests.privacy.test_privacy import RUNUSER
+from tests.privacy.privacy_db import RUNUSER
 from tests.site.conftest import Site
 from tests.site.services import stop_session
 from tests.site.test_service import Service, started_service
