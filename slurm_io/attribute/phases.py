@@ -166,8 +166,8 @@ YOUNG = SLIVER  # a phase its rows show for at most a collector period has just 
 
 
 def cut_young(p: Phase, begun: float) -> Phase:
-    """The phase as a delta meets it: one its OST rows show moving bytes for at most YOUNG
-    s whose rows end as the blind stretch around the delta begins (`begun`, within EDGE
+    """The phase as a delta meets it: one with OST bytes whose rows span at most YOUNG s and
+    end as the blind stretch around the delta begins (`begun`, within EDGE
     before its last row or NEAR after) was cut by the stretch, not ended, and is taken to
     go on YOUNG s into it. The ids went missing as the phase began; a phase so young has
     not had time to end (dense seed 3, node003: a job whose new entry wrote 12.7 GiB on an
@@ -187,13 +187,13 @@ def cut_young(p: Phase, begun: float) -> Phase:
 
 
 def begun_inside(p: Phase, ended: float, start: float) -> Phase:
-    """The phase as a delta meets it: one whose OST rows moving bytes begin as the blind
+    """The phase as a delta meets it: one with OST bytes whose rows begin as the blind
     stretch around the delta ends (`ended`, up to NEAR before its first row or EDGE after)
     began inside the stretch, and is taken to have gone on YOUNG s back into it: the ids
     came back, not the phase (dense seed 3, node025: a job whose id wrote 12.7 GiB on
     OST0001 in the first read after the stretch, the two blind reads before it 25.0 and
-    35.1 GiB, was given 0.04 of the first of them, all its own; a job with no row at all took
-    the rest by rule 2). Not a phase that began with the job (`start`: its start already
+    35.1 GiB, was given 0.04 of the first of them, all its own; a job with no row near it
+    took the rest by rule 2). Not a phase that began with the job (`start`: its start already
     counts as a side, `runs`), nor one shown on the MDT only. The read right after the delta
     says more where it shows the phase (evidence: continuing); this reaches one read
     further, to the delta the stretch ends in or the one before it."""
