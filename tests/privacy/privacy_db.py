@@ -6,7 +6,6 @@ here, where the site tests import them too (tests/privacy/conftest.py for this f
 from __future__ import annotations
 
 import json
-import os
 import pwd
 import shutil
 import subprocess
@@ -17,7 +16,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from slurm_io.model import IdClass
@@ -78,27 +76,20 @@ def uids() -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def db(pg_dsn: str, _migrated_template: str, uids: dict[str, int]) -> Iterator[str]:
-    """A migrated database with roles for alice, bob and carol and jobs of all kinds."""
-    name = f"privacy_{os.getpid()}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-            sql.Identifier(name), sql.Identifier(_migrated_template)))
-    dsn = make_conninfo(pg_dsn, dbname=name)
-    with psycopg.connect(dsn) as conn:
-        users = [(n, uids[n]) for n in (*USERS, ADMIN)]
-        result = accounts.sync_accounts(conn, users, accounts.group_members(ADMIN_GROUP) or [])
-        assert ADMIN not in [n for n, _ in result.skipped]
-        _load(conn, uids)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("ANALYZE")
-    try:
-        yield name
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(name)))
+    """A migrated database with roles for alice, bob and carol and jobs of all kinds (its
+    name: psql connects to it as each of them)."""
+    from tests.conftest import _fresh_database
+
+    for dsn in _fresh_database(pg_dsn, _migrated_template):
+        with psycopg.connect(dsn) as conn:
+            users = [(n, uids[n]) for n in (*USERS, ADMIN)]
+            result = accounts.sync_accounts(conn, users,
+                                            accounts.group_members(ADMIN_GROUP) or [])
+            assert ADMIN not in [n for n, _ in result.skipped]
+            _load(conn, uids)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+        yield conninfo_to_dict(dsn)["dbname"]
 
 
 def _jobs(uids: dict[str, int]) -> list[tuple[int, int | None]]:
