@@ -167,13 +167,13 @@ YOUNG = SLIVER  # a phase its rows show for at most a collector period has just 
 
 def cut_young(p: Phase, begun: float) -> Phase:
     """The phase as a delta meets it: one with OST bytes whose rows span at most YOUNG s and
-    end as the blind stretch around the delta begins (`begun`, within EDGE
-    before its last row or NEAR after) was cut by the stretch, not ended, and is taken to
-    go on YOUNG s into it. The ids went missing as the phase began; a phase so young has
-    not had time to end (dense seed 3, node003: a job whose new entry wrote 12.7 GiB on an
-    OST 29 s before the ids of the node went missing was given 0.05 of the 39.9 GiB that
-    OST moved blind in the next read, all its own, the rest going to a job whose phase had
-    ended and, by rule 2, to three no rate showed). The stretch is the delta's, chained
+    end as the blind stretch around the delta begins (`begun`, within EDGE before its last
+    row or NEAR after) was cut by the stretch, not ended, and is taken to go on YOUNG s
+    into it. The ids went missing as the phase began; a phase so young has not had time
+    to end (dense seed 3, node003: a job whose new entry wrote 12.7 GiB on an OST 29 s
+    before the ids of the node went missing was given 0.05 of the 39.9 GiB that OST moved
+    blind in the next read, all its own, the rest going to a job whose phase had ended
+    and, by rule 2, to three no rate showed). The stretch is the delta's, chained
     through slivers (observed.stretch): a stretch that merely resumes after a sliver, as
     the leaks of processes that print no id make them, cut nothing (leaky seed 7, node014:
     a task's read that ended 108 s before the node's ids went missing was given 0.87 of a
