@@ -8,7 +8,8 @@ bound of its own, `reach`) and gives the rest to those with none. What bounds it
 found by a measured delta named in its docstring: `paced_later` (a phase begun after the
 delta's start), `busy_elsewhere` (a job whose rows show only the other facet), `loosened`
 with `began_near` (a phase shown on the MDT only may explain more, unless a task began
-near the delta and may be doing its start-up read).
+near the delta and may be doing its start-up read), `phase_bounds` (a phase moving the
+facet on other OSTs may explain its rate there).
 
 Pure: every function reads its arguments only.
 """
@@ -79,7 +80,32 @@ def busy_elsewhere(amount: float, found: Meeting | None, none: frozenset[int],
         return frozenset()
     can = sum((p.rate or 0.0) * ov for j, phases in found.items()
               if j not in none and j not in excluded for p, ov in phases)
-    return none if can >= amount else frozenset()
+    return none if CAP_SLACK * can >= amount else frozenset()
+
+
+def phase_bounds(found: Meeting | None, later: Collection[int], bounds: dict[int, float]
+                 ) -> dict[int, float]:
+    """`bounds` (rule 2's `reach`, `loosened`) with each candidate whose phases meeting the
+    delta move its facet at a known rate lifted to that rate x their overlap, on whichever
+    OST: a phase its rows show moving the facet on other OSTs can have moved it on the
+    delta's as well, by processes that print no id or a stripe its rows did not show
+    (leaky seed 3, node004: a 56.2 GiB blind write on OST0001, beside a job writing
+    448 MB/s on OST0004, went 0.89 to a job with no row near it once rule 0 no longer gave
+    it to a job reading there, phases.not_busy). Not for a candidate held to its pace
+    (`later`: paced_later, its phase not yet going when the delta began); not where the
+    phase of another candidate, going as the delta began, is shown on the MDT only: a job
+    in an I/O phase at a rate no row shows is the burst's likelier owner (dense seed 6,
+    node021: a 40.4 GiB blind write, whole to such a job before, went 0.17 to a job writing
+    63 MB/s on OST0006)."""
+    if not found or any(p.rate is None for j, v in found.items() if j not in later
+                        for p, _ in v):
+        return bounds
+    out = dict(bounds)
+    for j, phases in found.items():
+        can = sum((p.rate or 0.0) * ov for p, ov in phases)
+        if j not in later and can > out.get(j, 0.0):
+            out[j] = can
+    return out
 
 
 FRESH = MIN_OBSERVED / 2  # rule 2: a task begun up to a collector period before a delta

@@ -14,7 +14,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    may have lost theirs (ranks started outside srun), and a node-wide stretch of missing
    ids that begins or ends inside the interval shows its owner printing too. Nor is a job
    idle whose own id moved the facet on the delta's OST until the delta began (servers
-   read at different moments: readings.busy_at_edge).
+   read at different moments: readings.busy_at_edge); nor busy one whose phase moves only
+   the other facet while another's phase moves this one (phases.not_busy).
 1. Window: the intervals around the delta, [a - W, b + W], minus every stretch in which the
    uid's activity on that node and target kind was itself blind (its `:uid:host` deltas),
    for the first W of WINDOWS at which every candidate was observed >= MIN_OBSERVED seconds
@@ -68,11 +69,13 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    (as in step 4) where so the rates explain the whole delta and no task began a collector
    period before it or later (bursts.loosened: the burst is a job's with no rate only where the
    rates cannot explain it, or a new task's start-up read); not to a candidate whose phase
-   there moved none of the delta's facet where the others' phases can have moved it all
-   (bursts.busy_elsewhere). Where a candidate was never observed (its run lies wholly in blind
-   time) or no candidate moved that facet in the window, a rise of the candidates' activity on
-   the other target kind during the delta divides it (_surprise; where every one rose, by
-   time overlap: readings.rise_weights), else the split falls back to time overlap.
+   there moved none of the delta's facet where the others' phases can have moved half of it
+   (bursts.busy_elsewhere); a candidate whose phase moves the facet on other OSTs can explain
+   up to its rate x its overlap (bursts.phase_bounds). Where a candidate was never observed
+   (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
+   of the candidates' activity on the other target kind during the delta divides it (_surprise;
+   where every one rose, by time overlap: readings.rise_weights), else the split falls back to
+   time overlap.
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -110,6 +113,7 @@ from slurm_io.attribute.bursts import (
     edge_rates,
     loosened,
     paced_later,
+    phase_bounds,
 )
 from slurm_io.attribute.caps import capped
 from slurm_io.attribute.joint import filled
@@ -139,6 +143,7 @@ from slurm_io.attribute.phases import (
     loose_paces,
     meeting,
     moving_none,
+    not_busy,
     reach_of,
     unbounded,
 )
@@ -214,11 +219,12 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     free = unbounded(met, paced)  # rule 3: a phase shown on the MDT only is not held to peaks
     loose = loose_paces(met, paced)  # nor its pace, learnt from other phases, closely
     others = [*others, *(runs[c.job] for c in candidates if c not in active)]
-    shown = met  # as the rows show them (rule 2's busy_elsewhere)
+    shown = met  # as the rows show them (rule 2: busy_elsewhere, phase_bounds)
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
     stripe = striped(d, i, met, leaks, jobs, evidence, blind)  # rule 10: an OST none shows
-    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced,
-                              seen | striping(d, i, stripe), going, met, stripe)
+    ruling = seen - not_busy(met, seen, none, measures(d.counters)[i]) | striping(d, i, stripe)
+    found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, ruling,
+                              going, met, stripe)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -239,7 +245,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             edged = {j: w for j, w in weights.items() if j not in later and j not in none}
             edge = edge_rates(d, i, edged, over, evidence, blind)
             near = began_near(d, [runs[c.job][0] for c in active])
-            bounds = loosened(amount, weights, edge, reach, loose, paced, near)
+            bounds = phase_bounds(shown, later,
+                                  loosened(amount, weights, edge, reach, loose, paced, near))
             busy = busy_elsewhere(amount, shown, none, excluded)
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
                                    _surprise(d, active, evidence, excluded), bounds)

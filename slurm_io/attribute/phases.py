@@ -49,6 +49,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from slurm_io.attribute.observed import (
+    CAP_SLACK,
     NEAR,
     SLIVER,
     WINDOWS,
@@ -244,6 +245,23 @@ def moving_none(found: Meeting | None) -> frozenset[int]:
 
 
 LOOSE_PACE = 2.0  # rule 3: an MDT-only phase may reach LOOSE_PACE x CAP_SLACK x its pace
+
+
+def not_busy(found: Meeting | None, seen: Collection[int], none: frozenset[int],
+             amount: float) -> frozenset[int]:
+    """The candidates seen by their id in the delta's read (`seen`) that rule 0 does not
+    count busy: those whose phases move only the other facet (`none`: moving_none), where
+    the phases of candidates not seen, meeting the delta, can have moved the facet's
+    `amount` at their known rates on their OSTs together, within CAP_SLACK (leaky seed 6,
+    node021: a 33.2 GiB blind read went whole to a job writing by its id then, beside a
+    job whose phase, begun 16 s into the read, read 490 MB/s from the next read on; not
+    beside a trickle, dense seed 5, node008: a phase writing 24 MB/s is no sign that the
+    job reading by its id then did not write 75 GiB blind as well). The rules weigh them
+    all."""
+    if not none or not found:
+        return frozenset()
+    can = sum((p.rate or 0.0) * ov for j, v in found.items() if j not in seen for p, ov in v)
+    return none & frozenset(seen) if CAP_SLACK * can >= amount > 0 else frozenset()
 
 
 def mdt_only(found: Meeting | None) -> frozenset[int]:

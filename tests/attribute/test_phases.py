@@ -332,7 +332,9 @@ def test_a_blind_write_its_loose_pace_explains_is_not_given_to_a_job_with_no_rat
 #        whether rule 2 gives job 2 no part of a burst)
 BUSY = {
     "job 1's phase can have moved it all": (24000.0, 300.0, True, False, True),
-    "it cannot: the burst is still job 2's": (48000.0, 300.0, True, False, False),
+    "half of it, 36000 of 72000 (a rate is a mean: CAP_SLACK)": (
+        72000.0, 300.0, True, False, True),
+    "less than half: the burst is still job 2's": (80000.0, 300.0, True, False, False),
     "job 2's phase moved the facet": (24000.0, 300.0, False, False, False),
     "job 1's rate unknown (MDT only)": (24000.0, None, True, False, False),
     "job 1 ruled out by rule 0": (24000.0, 300.0, True, True, False),
