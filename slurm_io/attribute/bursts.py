@@ -20,9 +20,9 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from slurm_io.attribute.observed import CAP_SLACK, MIN_OBSERVED, Evidence, Interval, target_kind
+from slurm_io.attribute.phases import Meeting, can_move
 
 if TYPE_CHECKING:
-    from slurm_io.attribute.phases import Meeting
     from slurm_io.attribute.rows import DeltaRow
 
 
@@ -78,8 +78,7 @@ def busy_elsewhere(amount: float, found: Meeting | None, none: frozenset[int],
     show."""
     if not none or not found:
         return frozenset()
-    can = sum((p.rate or 0.0) * ov for j, phases in found.items()
-              if j not in none and j not in excluded for p, ov in phases)
+    can = can_move(found, [j for j in found if j not in none and j not in excluded])
     return none if CAP_SLACK * can >= amount else frozenset()
 
 
@@ -101,8 +100,8 @@ def phase_bounds(found: Meeting | None, later: Collection[int], bounds: dict[int
                         for p, _ in v):
         return bounds
     out = dict(bounds)
-    for j, phases in found.items():
-        can = sum((p.rate or 0.0) * ov for p, ov in phases)
+    for j in found:
+        can = can_move(found, [j])
         if j not in later and can > out.get(j, 0.0):
             out[j] = can
     return out

@@ -247,6 +247,13 @@ def moving_none(found: Meeting | None) -> frozenset[int]:
 LOOSE_PACE = 2.0  # rule 3: an MDT-only phase may reach LOOSE_PACE x CAP_SLACK x its pace
 
 
+def can_move(found: Meeting, jobs: Collection[int]) -> float:
+    """What the phases of `jobs` meeting the delta (of `meeting`) can have moved in it at
+    the rates their rows show, on their OSTs together, over their overlaps (0 for a phase
+    shown on the MDT only): how much of a delta they can explain, on whichever OST."""
+    return sum((p.rate or 0.0) * ov for j in jobs for p, ov in found.get(j, ()))
+
+
 def not_busy(found: Meeting | None, seen: Collection[int], none: frozenset[int],
              amount: float) -> frozenset[int]:
     """The candidates seen by their id in the delta's read (`seen`) that rule 0 does not
@@ -260,7 +267,7 @@ def not_busy(found: Meeting | None, seen: Collection[int], none: frozenset[int],
     all."""
     if not none or not found:
         return frozenset()
-    can = sum((p.rate or 0.0) * ov for j, v in found.items() if j not in seen for p, ov in v)
+    can = can_move(found, [j for j in found if j not in seen])
     return none & frozenset(seen) if CAP_SLACK * can >= amount > 0 else frozenset()
 
 
