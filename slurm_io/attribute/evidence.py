@@ -55,27 +55,27 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    moved in the same read (blind or by its id) weighs it, and rule 0 counts busy a
    candidate whose OSTs moved a quarter of the delta so (attribute.striped: rule 10, a
    phase striped over OSTs its rows showed in part).
-3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount); the
-   delta is divided by weight (all of it: see split()). A delta above twice what the weights
-   predict holds a burst no rate shows: beyond_rates() (attribute.bursts) gives it to the
-   candidates idle around it, after each candidate with a rate has what it can explain; a job
-   that began inside the delta's read interval can explain up to its phase's rate (on all its
-   OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of: a task
-   begun while the ids were missing shows only the OSTs it went on using); a paced candidate
-   whose phases began at or after the delta's start, up to twice its pace only
+3. Weight = rate x the candidate's overlap with the delta's interval (its expected amount);
+   the delta is divided by weight (all of it: see split()). A delta above twice what the
+   weights predict holds a burst no rate shows: beyond_rates() (attribute.bursts) gives it to
+   the candidates idle around it, after each candidate with a rate has what it can explain; a
+   job that began inside the delta's read interval can explain up to its phase's rate (on all
+   its OSTs together, from its rows after) x its overlap, on whichever OST (phases.reach_of: a
+   task begun while the ids were missing shows only the OSTs it went on using); a paced
+   candidate whose phases began at or after the delta's start, up to twice its pace only
    (bursts.paced_later: its edge rate is a later phase's); no edge rate for a candidate whose
    phases there moved none of the delta's facet (moving none: the edge rows' bytes are of the
    other facet); a paced candidate whose phase is shown on the MDT only, up to its loose pace
    (as in step 4) where so the rates explain the whole delta and no task began a collector
-   period before it or later (bursts.loosened: the burst is a job's with no rate only where the
-   rates cannot explain it, or a new task's start-up read); not to a candidate whose phase
+   period before it or later (bursts.loosened: the burst is a job's with no rate only where
+   the rates cannot explain it, or a new task's start-up read); not to a candidate whose phase
    there moved none of the delta's facet where the others' phases can have moved half of it
    (bursts.busy_elsewhere); a candidate whose phase moves the facet on other OSTs can explain
    up to its rate x its overlap (bursts.phase_bounds). Where a candidate was never observed
    (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
-   of the candidates' activity on the other target kind during the delta divides it (_surprise;
-   where every one rose, by time overlap: readings.rise_weights), else the split falls back to
-   time overlap.
+   of the candidates' activity on the other target kind during the delta divides it
+   (readings.surprise; where every one rose, by time overlap: readings.rise_weights), else the
+   split falls back to time overlap.
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -154,6 +154,7 @@ from slurm_io.attribute.readings import (  # re-exported too
     paced_amounts,
     phases,
     rise_weights,
+    surprise,
     unseen,
 )
 from slurm_io.attribute.sizes import by_size
@@ -229,7 +230,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
         ruled = found[1] - _UNMEASURED if found is not None else frozenset()
-        rise = rise_weights(d, _surprise(d, active, evidence, ruled),
+        rise = rise_weights(d, surprise(d, active, evidence, ruled),
                             [c.job for c in active if c.job not in ruled])
         if sum(rise.values()) > 0:
             weights = {c.job: rise.get(c.job, 0.0) * over[c.job] for c in active}
@@ -249,7 +250,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
                                   loosened(amount, weights, edge, reach, loose, paced, near))
             busy = busy_elsewhere(amount, shown, none, excluded)
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
-                                   _surprise(d, active, evidence, excluded), bounds)
+                                   surprise(d, active, evidence, excluded), bounds)
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
         if sized is not None:
@@ -368,27 +369,6 @@ def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weigh
     if inner is None:
         gone |= _UNMEASURED
     return {**{c.job: 0.0 for c in out}, **weights}, gone
-
-
-def _surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
-              excluded: frozenset[int]) -> dict[int, float]:
-    """How much more each candidate did by its own id on the other target kind during the
-    delta's read interval than around it (operations per second): a job whose MDT activity
-    jumps while the OSTs are blind has entered an I/O phase the OST rows do not show."""
-    if d.node is None:
-        return {}
-    a, b = d.ts_start, d.ts_end
-    other = "OST" if target_kind(d.target) == "MDT" else "MDT"
-    out = {}
-    for c in active:
-        if c.job in excluded:
-            continue
-        during = evidence.amount(d.node, c.job, [(a, b)], None, other, 2) / max(b - a, 1.0)
-        around = evidence.amount(d.node, c.job, [(a - WINDOWS[0], a), (b, b + WINDOWS[0])],
-                                 None, other, 2) / (2 * WINDOWS[0])
-        if during > around:
-            out[c.job] = during - around
-    return out
 
 
 def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence

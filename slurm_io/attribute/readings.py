@@ -4,8 +4,8 @@ Rule 1's `beside`, `paced_amounts` and `continuing`, rule 3's `phases`, the cand
 rule 0 must not rule out (`busy_at_edge`) and those it rules out that rule 3 must not feed
 (`unseen`): each a question attribute.evidence asks of the Evidence index
 (attribute.observed) about the delta's read interval, as opposed to the rates around it;
-and how rule 1's last resort reads the rise of the candidates' MDT activity in it
-(`rise_weights`). Pure.
+and the rise of the candidates' activity on the other target kind in it (`surprise`), as
+rule 1's last resort and rule 2 read it (`rise_weights`). Pure.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evi
 def rise_weights(d: DeltaRow, rise: dict[int, float], jobs: Collection[int]
                  ) -> dict[int, float]:
     """The weights rule 1's last resort reads from `rise`, how much more each candidate did
-    on the other target kind during the delta than around it (evidence._surprise), where no
+    on the other target kind during the delta than around it (`surprise`), where no
     candidate's rate tells them apart. Where every candidate in `jobs` (those not ruled out)
     rose, each entered an I/O phase the OST rows do not show, and the size of its rise says
     nothing of the bytes it moved (a job's metadata rate and its byte rate are not tied):
@@ -176,3 +176,24 @@ def rise_weights(d: DeltaRow, rise: dict[int, float], jobs: Collection[int]
     if rise and len(rise) == len(jobs) and d.ts_end - d.ts_start <= WINDOWS[0]:
         return {j: 1.0 for j in rise}
     return rise
+
+
+def surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
+             excluded: frozenset[int]) -> dict[int, float]:
+    """How much more each candidate did by its own id on the other target kind during the
+    delta's read interval than around it (operations per second): a job whose MDT activity
+    jumps while the OSTs are blind has entered an I/O phase the OST rows do not show."""
+    if d.node is None:
+        return {}
+    a, b = d.ts_start, d.ts_end
+    other = "OST" if target_kind(d.target) == "MDT" else "MDT"
+    out = {}
+    for c in active:
+        if c.job in excluded:
+            continue
+        during = evidence.amount(d.node, c.job, [(a, b)], None, other, 2) / max(b - a, 1.0)
+        around = evidence.amount(d.node, c.job, [(a - WINDOWS[0], a), (b, b + WINDOWS[0])],
+                                 None, other, 2) / (2 * WINDOWS[0])
+        if during > around:
+            out[c.job] = during - around
+    return out
