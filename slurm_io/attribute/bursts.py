@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from slurm_io.attribute.observed import CAP_SLACK, MIN_OBSERVED, Evidence, Interval, target_kind
-from slurm_io.attribute.phases import Meeting, can_move
+from slurm_io.attribute.phases import Meeting, can_move, mdt_only
 
 if TYPE_CHECKING:
     from slurm_io.attribute.rows import DeltaRow
@@ -96,13 +96,12 @@ def phase_bounds(found: Meeting | None, later: Collection[int], bounds: dict[int
     in an I/O phase at a rate no row shows is the burst's likelier owner (dense seed 6,
     node021: a 40.4 GiB blind write, whole to such a job before, went 0.17 to a job writing
     63 MB/s on OST0006)."""
-    if not found or any(p.rate is None for j, v in found.items() if j not in later
-                        for p, _ in v):
+    if not found or mdt_only(found) - frozenset(later):
         return bounds
     out = dict(bounds)
-    for j in found:
+    for j in found.keys() - later:
         can = can_move(found, [j])
-        if j not in later and can > out.get(j, 0.0):
+        if can > out.get(j, 0.0):
             out[j] = can
     return out
 

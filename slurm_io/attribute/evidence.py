@@ -223,7 +223,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     shown = met  # as the rows show them (rule 2: busy_elsewhere, phase_bounds)
     met = filled(d, i, met, runs, leaks, blind, others)  # MDT-only phases: the OST's course
     stripe = striped(d, i, met, leaks, jobs, evidence, blind)  # rule 10: an OST none shows
-    ruling = seen - not_busy(met, seen, none, measures(d.counters)[i]) | striping(d, i, stripe)
+    amount = measures(d.counters)[i]
+    ruling = seen - not_busy(met, seen, none, amount) | striping(d, i, stripe)  # rule 0's busy
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, ruling,
                               going, met, stripe)
     rule = EVIDENCE
@@ -240,7 +241,6 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             weights, rule = {c.job: over[c.job] for c in active}, TIME
     else:
         weights, excluded = found
-        amount = measures(d.counters)[i]
         if amount > CAP_SLACK * sum(weights.values()) > 0:
             later = frozenset() if phased else paced_later(d, met, paced, reach)
             edged = {j: w for j, w in weights.items() if j not in later and j not in none}
