@@ -71,7 +71,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    the rates cannot explain it, or a new task's start-up read); not to a candidate whose phase
    there moved none of the delta's facet where the others' phases can have moved half of it
    (bursts.busy_elsewhere); a candidate whose phase moves the facet on other OSTs can explain
-   up to its rate x its overlap (bursts.phase_bounds). Where a candidate was never observed
+   up to its rate x its overlap (bursts.phase_bounds). The rest of a read goes first to the
+   idle candidates begun inside the blind stretch that showed no row by their id since
+   (bursts.unshown_starts: their start-up read is in it). Where a candidate was never observed
    (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
    of the candidates' activity on the other target kind during the delta divides it
    (readings.surprise; where every one rose, by time overlap: readings.rise_weights), else the
@@ -114,6 +116,7 @@ from slurm_io.attribute.bursts import (
     loosened,
     paced_later,
     phase_bounds,
+    unshown_starts,
 )
 from slurm_io.attribute.caps import capped
 from slurm_io.attribute.joint import filled
@@ -249,8 +252,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             bounds = phase_bounds(shown, later,
                                   loosened(amount, weights, edge, reach, loose, paced, near))
             busy = busy_elsewhere(amount, shown, none, excluded)
+            starts = unshown_starts(d, runs, blind, evidence) if i == 0 else ()
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
-                                   surprise(d, active, evidence, excluded), bounds)
+                                   surprise(d, active, evidence, excluded), bounds, starts)
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
         if sized is not None:
