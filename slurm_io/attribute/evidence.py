@@ -34,7 +34,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
      an I/O phase that falls wholly in a stretch of blind OSTs still opens files on an
      MDT that is not blind, while its rates around show only the compute next to it;
      not where the candidate's phases meeting the delta show OST bytes and none of the
-     facet (phases.moving_none: reading then, it was not writing);
+     facet (phases.moving_none: reading then, it was not writing); where its phase begun
+     in the delta shows the delta's OST at a known rate, the higher of the two
+     (phases.rated_here: a task just begun opened its files, moved little yet);
    - beside: what a candidate moved by its own id on the delta's own target in the
      delta's read interval (ids lost mid-interval, the outage's long interval, processes
      that never had the id) is at least its expected part.
@@ -147,6 +149,7 @@ from slurm_io.attribute.phases import (
     meeting,
     moving_none,
     not_busy,
+    rated_here,
     reach_of,
     unbounded,
 )
@@ -318,7 +321,9 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     if rates is None and len(paced) < len(active):
         return None
     base = rates[0] if rates is not None else {}
-    weights = {c.job: paced.get(c.job, base.get(c.job, 0.0)) for c in active}
+    here = rated_here(d, met)  # a task just begun: its pace reads the files it opened
+    weights = {c.job: max(paced[c.job], base.get(c.job, 0.0)) if c.job in paced and c.job in here
+               else paced.get(c.job, base.get(c.job, 0.0)) for c in active}
     if sum(weights.values()) <= 0:
         return rates
     return weights, frozenset()

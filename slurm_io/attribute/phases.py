@@ -244,6 +244,22 @@ def moving_none(found: Meeting | None) -> frozenset[int]:
     return frozenset(j for j, phases in found.items() if all(p.rate == 0.0 for p, _ in phases))
 
 
+def rated_here(d: DeltaRow, found: Meeting | None) -> frozenset[int]:
+    """The candidates with a phase meeting `d` that began at or after its start and whose
+    rows show the delta's own OST at a known rate: rule 1 weighs them by the higher of
+    that rate x their overlap and their pace. A pace reads the metadata operations made in
+    the delta at the bytes per operation of the job's phases nearby, and a task just begun
+    has opened its files but moved little yet (dense seed 1, node029: a task begun 68 s
+    into a blind read, reading on that OST at 3 MB/s after it, was paced at 57 MB, a third
+    of a job's pace whose phase had ended 10 s into the read on another OST; it had 0.27 of
+    the read, all of which was its own)."""
+    if not found:
+        return frozenset()
+    return frozenset(j for j, phases in found.items()
+                     if any(p.t0 >= d.ts_start and p.rate and d.target in p.osts
+                            for p, _ in phases))
+
+
 LOOSE_PACE = 2.0  # rule 3: an MDT-only phase may reach LOOSE_PACE x CAP_SLACK x its pace
 
 

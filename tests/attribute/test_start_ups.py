@@ -1,5 +1,7 @@
 """A read burst no rate shows goes first to the tasks whose start-up read is yet to be seen
-(attribute.bursts.unshown_starts, rule 2), in tables.
+(attribute.bursts.unshown_starts, rule 2), and a task just begun is weighed by its rate on
+the delta's OST, not only by the few files it opened (attribute.phases.rated_here, rule 1),
+in tables.
 
 The frame of test_phases.py: node n1, uid 1000; the blind delta is (4000, 4120] on
 fs-OST0000; the uid's OST activity on the node was blind from 3880 to 4240. A task begun
@@ -14,6 +16,7 @@ import pytest
 
 from slurm_io.attribute.bursts import beyond_rates, unshown_starts
 from slurm_io.attribute.evidence import EVIDENCE, split
+from slurm_io.attribute.phases import Phase, rated_here
 from slurm_io.jobs.info import JobWindow
 from tests.attribute.test_evidence import READ, A, ev, row
 from tests.attribute.test_phases import DELTA, STRETCH
@@ -83,3 +86,50 @@ def test_a_blind_read_is_the_new_tasks_not_that_of_a_job_whose_read_had_ended():
               [(3760.0, 4480.0)], now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 0.0, 2: 0.8, 3: 0.2})
+
+
+OST0, OST1, MDT = "fs-OST0000", "fs-OST0001", "fs-MDT0000"
+
+# case: (job 1's phase meeting the delta (4000, 4120] on fs-OST0000, whether rule 1 weighs
+# job 1 by the higher of its pace and its rate there)
+RATED_HERE = {
+    "begun inside the delta, reading its OST": (Phase(4060.0, 4500.0, 500.0, frozenset({OST0})),
+                                                True),
+    "begun as the delta began": (Phase(4000.0, 4500.0, 500.0, frozenset({OST0, OST1})), True),
+    "begun before the delta: its pace reads a phase going": (
+        Phase(3900.0, 4500.0, 500.0, frozenset({OST0})), False),
+    "its rows show other OSTs": (Phase(4060.0, 4500.0, 500.0, frozenset({OST1})), False),
+    "shown on the MDT only: no rate": (Phase(4060.0, 4500.0, None, frozenset()), False),
+    "moving none of the facet": (Phase(4060.0, 4500.0, 0.0, frozenset({OST0})), False),
+}
+
+
+@pytest.mark.parametrize("case", RATED_HERE.values(), ids=RATED_HERE.keys())
+def test_which_tasks_just_begun_are_weighed_by_their_rate_on_the_delta_ost(case):
+    phase, want = case
+    assert rated_here(DELTA, {1: [(phase, 60.0)]}) == (frozenset({1}) if want else frozenset())
+
+
+def test_no_phases_no_task_rated_here():
+    assert rated_here(DELTA, None) == frozenset()
+
+
+def test_a_task_begun_inside_the_read_is_weighed_by_its_rate_not_the_files_it_opened():
+    # Dense seed 1, node029: a blind read on OST0007 went 0.73 to job 8793204, paced at
+    # 154 MB (its MDT operations in the delta x its bytes per operation nearby), whose
+    # phase ended 10 s into the read on another OST, and 0.27 to task 8793217, begun 68 s
+    # into it, reading on OST0007 from then on at 3 MB/s (158 MB over its overlap), paced
+    # at 57 MB: it had opened its files and read little yet; the read was all its own.
+    # Here job 1 made 3 MDT operations in the delta at 5000 bytes each nearby (15000), task
+    # 3 began at 4068, opened 10 files in the delta, and read 3000 bytes/s on fs-OST0000
+    # after it at 100 bytes per operation (its pace 1000).
+    late = JobWindow(3, 1000, ("n1",), 4068.0, 10000.0)
+    rows = (row(3400, 3520, job=1, target=OST1, rb=50000),
+            row(3400, 3520, job=1, target=MDT, opens=10),
+            row(4000, 4120, job=1, target=MDT, opens=3),
+            row(4000, 4120, job=3, target=MDT, opens=10),
+            row(4240, 4360, job=3, target=OST0, rb=360000),
+            row(4240, 4360, job=3, target=MDT, opens=3600))
+    s = split(row(4000, 4120, rb=30000), READ, [A, late], ev(*rows), STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions[3] > 0.7  # 0.06 by the paces alone
