@@ -322,8 +322,8 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return None
     base = rates[0] if rates is not None else {}
     here = rated_here(d, met)  # a task just begun: its pace reads the files it opened
-    weights = {c.job: max(paced[c.job], base.get(c.job, 0.0)) if c.job in paced and c.job in here
-               else paced.get(c.job, base.get(c.job, 0.0)) for c in active}
+    paced = {j: max(v, base.get(j, 0.0)) if j in here else v for j, v in paced.items()}
+    weights = {c.job: paced.get(c.job, base.get(c.job, 0.0)) for c in active}
     if sum(weights.values()) <= 0:
         return rates
     return weights, frozenset()

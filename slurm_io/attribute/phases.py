@@ -256,8 +256,7 @@ def rated_here(d: DeltaRow, found: Meeting | None) -> frozenset[int]:
     if not found:
         return frozenset()
     return frozenset(j for j, phases in found.items()
-                     if any(p.t0 >= d.ts_start and p.rate and d.target in p.osts
-                            for p, _ in phases))
+                     if any(p.t0 >= d.ts_start and rate_on(p, d.target) for p, _ in phases))
 
 
 LOOSE_PACE = 2.0  # rule 3: an MDT-only phase may reach LOOSE_PACE x CAP_SLACK x its pace
