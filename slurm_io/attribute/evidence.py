@@ -79,7 +79,9 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
    of the candidates' activity on the other target kind during the delta divides it
    (readings.surprise; where every one rose, by time overlap: readings.rise_weights), else the
-   split falls back to time overlap.
+   split falls back to time overlap. Where no candidate's phase shows the delta's OST, the
+   OST's blind bytes read after read, fitted on the candidates' MDT operations read after
+   read, divide it where the fit explains them (attribute.mdt_course: rule 11).
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -123,6 +125,7 @@ from slurm_io.attribute.bursts import (
 from slurm_io.attribute.caps import capped
 from slurm_io.attribute.joint import filled
 from slurm_io.attribute.leaks import NodeBlind, in_long_read, leaks_first
+from slurm_io.attribute.mdt_course import by_operations
 from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     CAP_SLACK,
     FACETS,
@@ -258,6 +261,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             starts = unshown_starts(d, runs, blind, evidence) if i == 0 else ()
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
                                    surprise(d, active, evidence, excluded), bounds, starts)
+    fitted = by_operations(d, i, weights, met, evidence, leaks, blind, others)  # rule 11
+    if fitted is not None:
+        weights = fitted
     if i < 2 and d.node is not None:
         sized = _sized(d, i, weights, evidence)
         if sized is not None:

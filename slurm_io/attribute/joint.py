@@ -86,12 +86,12 @@ def _nothing(a: float, b: float, out: list[Read]) -> None:
     out.extend((a + k * step, a + (k + 1) * step, 0.0) for k in range(n))
 
 
-def _cosine(x: Sequence[float], y: Sequence[float]) -> float:
+def cosine(x: Sequence[float], y: Sequence[float]) -> float:
     nx, ny = math.sqrt(sum(v * v for v in x)), math.sqrt(sum(v * v for v in y))
     return sum(a * b for a, b in zip(x, y, strict=True)) / (nx * ny) if nx and ny else 1.0
 
 
-def _fence(d: DeltaRow, others: Sequence[Interval]) -> Interval | None:
+def fence(d: DeltaRow, others: Sequence[Interval]) -> Interval | None:
     """The time around `d` no other job of the uid ran in (`others`: their runs on the
     node); None if one ran beside the delta itself."""
     lo, hi = float("-inf"), float("inf")
@@ -113,10 +113,19 @@ def fit(reads: Sequence[Read], known: Sequence[float], spans: Sequence[Sequence[
     y = [max(0.0, r[2] - k) for r, k in zip(reads, known, strict=True)]
     cols = [[sum(overlap(t0, t1, *s) for s in spans_p) for t0, t1, _ in reads]
             for spans_p in spans]
-    useful = [k for k in range(len(reads)) if any(c[k] > 0 for c in cols)]
-    if len(useful) < len(cols) + 1 or any(sum(v > 0 for v in c) < 2 for c in cols):
+    return fit_columns(y, cols)
+
+
+def fit_columns(y: Sequence[float], cols: Sequence[Sequence[float]], extra: int = 0
+                ) -> list[float] | None:
+    """The least squares (each coefficient >= 0) of `y` read after read on `cols` (one per
+    unknown, read after read); None where the reads cannot tell the unknowns apart: fewer
+    reads meeting them than unknowns + 1 + `extra`, one met by fewer than two reads, or two
+    alike (their cosine over those reads above MAX_COSINE)."""
+    useful = [k for k in range(len(y)) if any(c[k] > 0 for c in cols)]
+    if len(useful) < len(cols) + 1 + extra or any(sum(v > 0 for v in c) < 2 for c in cols):
         return None  # a phase met by one read: its rate there would be that read, not a fit
-    if any(_cosine([cols[p][k] for k in useful], [cols[q][k] for k in useful]) > MAX_COSINE
+    if any(cosine([cols[p][k] for k in useful], [cols[q][k] for k in useful]) > MAX_COSINE
            for p in range(len(cols)) for q in range(p)):
         return None
     return nnls(cols, y, useful)
@@ -148,15 +157,15 @@ def filled(d: DeltaRow, i: int, met: Meeting | None, runs_of: dict[int, Interval
     unknown = {j: [span(p, runs_of[j]) for p, _ in v if p.rate is None]
                for j, v in met.items()}
     unknown = {j: s for j, s in unknown.items() if s}
-    fence = _fence(d, others)
-    if not unknown or fence is None:
+    apart = fence(d, others)
+    if not unknown or apart is None:
         return met
     lo = min(a for s in unknown.values() for a, _ in s)
     hi = max(b for s in unknown.values() for _, b in s)
     h0, h1 = stretch(d.ts_start, d.ts_end, blind)
     inside = [(max(a, h0), min(b, h1)) for a, b in blind if b > h0 and a < h1]
     reads = [r for r in course(leaks.reads.get(d.target, []), i, lo, hi, inside)
-             if r[0] >= fence[0] and r[1] <= fence[1]]
+             if r[0] >= apart[0] and r[1] <= apart[1]]
     known = [0.0] * len(reads)
     known_in_delta = 0.0
     for j, v in met.items():
