@@ -87,6 +87,8 @@ def _nothing(a: float, b: float, out: list[Read]) -> None:
 
 
 def cosine(x: Sequence[float], y: Sequence[float]) -> float:
+    """How alike two courses are in shape, whatever their sizes (1.0 where one is empty:
+    nothing tells it apart)."""
     nx, ny = math.sqrt(sum(v * v for v in x)), math.sqrt(sum(v * v for v in y))
     return sum(a * b for a, b in zip(x, y, strict=True)) / (nx * ny) if nx and ny else 1.0
 

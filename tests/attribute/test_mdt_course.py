@@ -14,6 +14,8 @@ on either OST.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurm_io.attribute.evidence import EVIDENCE, split
 from slurm_io.attribute.leaks import NodeBlind
@@ -156,3 +158,30 @@ RESIDUAL = {
 def test_what_the_fit_leaves_unexplained(case):
     y, cols, rates, want = case
     assert residual(y, cols, rates) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.lists(st.integers(0, 2000), min_size=7, max_size=7), min_size=2,
+                    max_size=3),
+       per_read=st.lists(st.integers(0, 10**9), min_size=7, max_size=7),
+       k=st.integers(0, 6), weights=st.lists(st.floats(0.0, 1e9), min_size=3, max_size=3))
+def test_whatever_the_course_the_fit_gives_each_candidate_a_share_or_leaves_the_delta(
+        ops, per_read, k, weights):
+    # the candidates keep their keys, none gets a negative or infinite share, and one
+    # rule 0 ruled out (weight 0) keeps nothing
+    jobs = [3, 4, 5][:len(ops)]
+    runs = {j: (3000.0, 10000.0) for j in jobs}
+    cands = [JobWindow(j, 1000, ("n1",), 3000.0, 10000.0) for j in jobs]
+    rows = [r for j, o in zip(jobs, ops, strict=True) for r in mdt(j, o) if r.counters]
+    per_read[k] = max(per_read[k], 1)  # the delta itself moved bytes
+    e = ev(*rows)
+    delta = row(*READS[k], target=OST0, rb=per_read[k])
+    met = meeting(delta, READ, cands, runs, e, STRETCH)
+    given = dict(zip(jobs, weights, strict=False))
+    got = by_operations(delta, READ, given, met, e, NodeBlind("n1", blind(OST0, per_read)),
+                        STRETCH, ())
+    if got is None:
+        return
+    assert set(got) == set(given)
+    assert all(0.0 <= v < float("inf") for v in got.values()) and sum(got.values()) > 0
+    assert all(got[j] == 0.0 for j, w in given.items() if w <= 0)
