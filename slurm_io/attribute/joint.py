@@ -93,6 +93,20 @@ def cosine(x: Sequence[float], y: Sequence[float]) -> float:
     return sum(a * b for a, b in zip(x, y, strict=True)) / (nx * ny) if nx and ny else 1.0
 
 
+def stretch_course(d: DeltaRow, i: int, leaks: NodeBlind, blind: Sequence[Interval],
+                   apart: Interval, within: Interval | None = None
+                   ) -> tuple[Interval, list[Read]]:
+    """The blind stretch around `d`, and its OST's course (`course`) over `within` (the
+    whole stretch by default), its blind intervals those inside the stretch, and only the
+    reads inside `apart` (`fence`: no job of the uid that is no candidate ran then)."""
+    h0, h1 = stretch(d.ts_start, d.ts_end, blind)
+    lo, hi = within if within is not None else (h0, h1)
+    inside = [(max(a, h0), min(b, h1)) for a, b in blind if b > h0 and a < h1]
+    reads = [r for r in course(leaks.reads.get(d.target, []), i, lo, hi, inside)
+             if r[0] >= apart[0] and r[1] <= apart[1]]
+    return (h0, h1), reads
+
+
 def fence(d: DeltaRow, others: Sequence[Interval]) -> Interval | None:
     """The time around `d` no other job of the uid ran in (`others`: their runs on the
     node); None if one ran beside the delta itself."""
@@ -164,10 +178,7 @@ def filled(d: DeltaRow, i: int, met: Meeting | None, runs_of: dict[int, Interval
         return met
     lo = min(a for s in unknown.values() for a, _ in s)
     hi = max(b for s in unknown.values() for _, b in s)
-    h0, h1 = stretch(d.ts_start, d.ts_end, blind)
-    inside = [(max(a, h0), min(b, h1)) for a, b in blind if b > h0 and a < h1]
-    reads = [r for r in course(leaks.reads.get(d.target, []), i, lo, hi, inside)
-             if r[0] >= apart[0] and r[1] <= apart[1]]
+    _, reads = stretch_course(d, i, leaks, blind, apart, (lo, hi))
     known = [0.0] * len(reads)
     known_in_delta = 0.0
     for j, v in met.items():

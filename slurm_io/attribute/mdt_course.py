@@ -36,8 +36,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from slurm_io.attribute.joint import Read, course, fence, fit_columns
-from slurm_io.attribute.observed import Evidence, Interval, Row, overlap, stretch
+from slurm_io.attribute.joint import Read, fence, fit_columns, stretch_course
+from slurm_io.attribute.observed import Evidence, Interval, Row, overlap
 from slurm_io.attribute.phases import Meeting, rate_on
 
 if TYPE_CHECKING:
@@ -84,10 +84,7 @@ def by_operations(d: DeltaRow, i: int, weights: Mapping[int, float], met: Meetin
     apart = fence(d, others)
     if apart is None:
         return None
-    h0, h1 = stretch(d.ts_start, d.ts_end, blind)
-    inside = [(max(a, h0), min(b, h1)) for a, b in blind if b > h0 and a < h1]
-    reads = [r for r in course(leaks.reads.get(d.target, []), i, h0, h1, inside)
-             if r[0] >= apart[0] and r[1] <= apart[1]]
+    (h0, h1), reads = stretch_course(d, i, leaks, blind, apart)
     here = [k for k, r in enumerate(reads) if r[0] == d.ts_start and r[1] == d.ts_end]
     if not here or len(reads) < len(jobs) + 1 + EXTRA_READS:
         return None  # (fit_columns would say so, after reading every candidate's rows)
