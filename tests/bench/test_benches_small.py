@@ -245,6 +245,10 @@ def test_accuracy_small(pg_dsn: str) -> None:
                           out)) == 3
     assert len(re.findall(r"distance to the ceiling without the start-up splits .*: -?\d+\.\d+ "
                           r"points", out)) == 3
+    # what the outage's long reads cost the per-job figures (issue 21, twenty-fifth round)
+    assert len(re.findall(r"splits of reads over 10 min \(an outage's\) perfect instead: byte "
+                          r"accuracy \d+\.\d+ %, per-job median / p90 [\d.]+ / [\d.]+ %",
+                          out)) == 3
     assert len(re.findall(r"^CPU of the rules per 1,000 jobs \d+\.\d+ s", out, re.M)) == 3
     # the no-information bound (accuracy_model.indistinct): what no rule can place
     assert len(re.findall(r"the no-information bound .*: byte accuracy \d+\.\d+ %, per-job "
