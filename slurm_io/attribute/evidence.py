@@ -20,8 +20,7 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    uid's activity on that node and target kind was itself blind (its `:uid:host` deltas),
    for the first W of WINDOWS at which every candidate was observed >= MIN_OBSERVED seconds
    (if one never is, because it ran almost only while blind, there is no evidence).
-   Rows are aligned by time (their interval's overlap with the window), not by read: every
-   server reads at its own times.
+   Rows are aligned by time (their interval's overlap with the window), not by read.
 2. A candidate's rate is what its own rows on that node show in the window, per second of
    its run that the window observed: first on the delta's own target, else on any target of
    the same kind (MDT or OST), else on the same kind over the widest window. A candidate
@@ -43,8 +42,7 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    - continuing: a candidate whose own id moved the facet on the delta's own target in the
      read right after the delta, in a visible sliver of the blind stretch around it, is
      expected at least its rate in that row (any length) over the delta: a phase still
-     going when the ids came back was going during it, where the ±10 min rate dilutes
-     it with the blind time it cannot see (a task's start-up read begun while blind).
+     going when the ids came back was going during it (the ±10 min rate dilutes it).
    Before all of these, the candidates' phases (attribute.phases, issue 21): where one of
    them has a phase with a known rate meeting a blind OST delta (a run of its own rows,
    bridged over the blind stretch where its rows on both sides, its MDT rows inside, or
@@ -73,9 +71,10 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    the rates cannot explain it, or a new task's start-up read); not to a candidate whose phase
    there moved none of the delta's facet where the others' phases can have moved half of it
    (bursts.busy_elsewhere); a candidate whose phase moves the facet on other OSTs can explain
-   up to its rate x its overlap (bursts.phase_bounds). The rest of a read goes first to the
-   idle candidates begun inside the blind stretch that showed no row by their id since
-   (bursts.unshown_starts: their start-up read is in it). Where a candidate was never observed
+   up to its rate x its overlap (bursts.phase_bounds). The rest goes first to the candidates
+   that moved a quarter of it on the delta's OST by their id in the read right after, rate or
+   none (bursts.resumed), then, of a read, to the idle begun inside the blind stretch that
+   showed no row by their id since (bursts.unshown_starts). Where a candidate was never observed
    (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
    of the candidates' activity on the other target kind during the delta divides it
    (readings.surprise; where every one rose, by time overlap: readings.rise_weights), else the
@@ -95,7 +94,6 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    What that takes off never goes to a candidate rule 0 ruled out with no row by its id
    near the interval while a busy one moved data on the delta's kind (`unseen`): its cap,
    having no peak, is infinite (a busy job was held to a sixth of a 71 GiB write it owned).
-
 5. attribute.leaks: where the node's reads around the delta show a candidate whose
    processes print no id (its own bytes on an OST come with `:uid:host` bytes there, read
    after read), its ratio x its own bytes in the delta come first; the rest goes as above.
@@ -120,6 +118,7 @@ from slurm_io.attribute.bursts import (
     loosened,
     paced_later,
     phase_bounds,
+    resumed,
     unshown_starts,
 )
 from slurm_io.attribute.caps import capped
@@ -260,7 +259,8 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             busy = busy_elsewhere(amount, shown, none, excluded)
             starts = unshown_starts(d, runs, blind, evidence) if i == 0 else ()
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
-                                   surprise(d, active, evidence, excluded), bounds, starts)
+                                   surprise(d, active, evidence, excluded), bounds, starts,
+                                   resumed(d, i, weights, evidence))
     fitted = by_operations(d, i, weights, met, evidence, leaks, blind, others)  # rule 11
     if fitted is not None:
         weights = fitted
