@@ -179,7 +179,7 @@ def resumed(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
     show it (a phase begun inside the stretch shows only its end). Rule 2 gives it the
     burst before any idle job (dense seed 2, node011: a 16.6 GiB blind write on OST0003
     went 0.59 to job 3482896, whose write on two other OSTs had ended by its id 240 s
-    before the stretch began, leaving no blind byte on them, and 0.41 to job 3482891,
+    before the delta, no blind byte read on them since, and 0.41 to job 3482891,
     writing 8.6 GiB there by its id in the next read: its own, all of it)."""
     if i > 1 or d.node is None:
         return {}

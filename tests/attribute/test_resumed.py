@@ -87,8 +87,8 @@ def test_where_the_rates_explain_the_delta_what_moved_after_changes_nothing():
 
 def test_a_blind_write_is_the_job_writing_there_by_its_id_as_the_ids_came_back():
     # Dense seed 2, node011: a 16.6 GiB blind write on OST0003 went 0.59 to job 3482896,
-    # whose write on OST0000 and OST0001 had ended by its id 240 s before the stretch began
-    # (no blind byte on either since), and 0.41 to job 3482891, whose write there began
+    # whose write on OST0000 and OST0001 had ended by its id 240 s before the delta (no
+    # blind byte read on either since), and 0.41 to job 3482891, whose write there began
     # inside the stretch and showed its id in the next read (8.6 GiB): all its own. Here
     # job 1 wrote 60000 per read on fs-OST0001 until 3640; the uid's OSTs were blind from
     # 3640, the delta's entry last written at 4080, blind again from 4120 to 4145; job 2
