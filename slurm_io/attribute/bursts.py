@@ -10,7 +10,8 @@ delta's start), `busy_elsewhere` (a job whose rows show only the other facet), `
 with `began_near` (a phase shown on the MDT only may explain more, unless a task began
 near the delta and may be doing its start-up read), `phase_bounds` (a phase moving the
 facet on other OSTs may explain its rate there); and to whom the rest goes first,
-`resumed` (a job moving the facet by its id on the delta's OST as the ids came back), then
+`readings.resumed` (a job moving the facet by its id on the delta's OST as the ids came
+back), then
 `unshown_starts` (a task begun in the stretch whose start-up read no row showed).
 
 Pure: every function reads its arguments only.
@@ -24,7 +25,6 @@ from typing import TYPE_CHECKING
 from slurm_io.attribute.observed import (
     CAP_SLACK,
     MIN_OBSERVED,
-    SLIVER,
     Evidence,
     Interval,
     stretch,
@@ -171,24 +171,6 @@ def unshown_starts(d: DeltaRow, runs: dict[int, Interval], blind: Sequence[Inter
 RESUMED_SHARE = 0.25  # what a job moved right after the delta, of the rest it may take
 
 
-def resumed(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
-            ) -> dict[int, float]:
-    """What each candidate moved of facet `i` by its own id on the delta's own target in
-    the read right after it (within SLIVER of its end), where it moved any: a phase going
-    on there as the ids came back was going in the delta, whatever its rate as its rows
-    show it (a phase begun inside the stretch shows only its end). Rule 2 gives it the
-    burst before any idle job (dense seed 2, node011: a 16.6 GiB blind write on OST0003
-    went 0.59 to job 3482896, whose write on two other OSTs had ended by its id 240 s
-    before the delta, no blind byte read on them since, and 0.41 to job 3482891,
-    writing 8.6 GiB there by its id in the next read: its own, all of it)."""
-    if i > 1 or d.node is None:
-        return {}
-    after = [(d.ts_end, d.ts_end + SLIVER)]
-    kind = target_kind(d.target)
-    moved = {j: evidence.amount(d.node, j, after, d.target, kind, i) for j in candidates}
-    return {j: v for j, v in moved.items() if v > 0}
-
-
 UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
 
 
@@ -218,7 +200,7 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
     other target kind rose during the delta (`surprise`), else by time overlap; to those
     of them in `first` alone (unshown_starts: their start-up read unseen), by time overlap,
     where there are some. Before all of that, the rest goes to the candidates in `back`
-    (`resumed`: what each moved on the delta's OST right after it) that moved at least
+    (readings.resumed: what each moved on the delta's OST right after it) that moved at least
     RESUMED_SHARE of it there, in proportion, where some candidate did not: those, rate or
     none, were still moving it as the ids came back. Where every candidate has a rate, the
     weights stay as they are.

@@ -73,7 +73,7 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    (bursts.busy_elsewhere); a candidate whose phase moves the facet on other OSTs can explain
    up to its rate x its overlap (bursts.phase_bounds). The rest goes first to the candidates
    that moved a quarter of it on the delta's OST by their id in the read right after, rate or
-   none (bursts.resumed), then, of a read, to the idle begun inside the blind stretch that
+   none (readings.resumed), then, of a read, to the idle begun inside the blind stretch that
    showed no row by their id since (bursts.unshown_starts). Where a candidate was never observed
    (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
    of the candidates' activity on the other target kind during the delta divides it
@@ -118,7 +118,6 @@ from slurm_io.attribute.bursts import (
     loosened,
     paced_later,
     phase_bounds,
-    resumed,
     unshown_starts,
 )
 from slurm_io.attribute.caps import capped
@@ -161,6 +160,7 @@ from slurm_io.attribute.readings import (  # re-exported too
     continuing,
     paced_amounts,
     phases,
+    resumed,
     rise_weights,
     surprise,
     unseen,

@@ -1,5 +1,5 @@
 """A burst beyond the rates goes first to a job moving that facet by its id on the delta's
-OST in the read right after it (attribute.bursts.resumed, rule 2), in tables.
+OST in the read right after it (attribute.readings.resumed, rule 2), in tables.
 
 The frame of test_phases.py: node n1, uid 1000; the blind delta is (4000, 4120] on
 fs-OST0000. A phase going on there as the ids came back was going in the delta, whatever
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_io.attribute.bursts import RESUMED_SHARE, beyond_rates, resumed
+from slurm_io.attribute.bursts import RESUMED_SHARE, beyond_rates
 from slurm_io.attribute.evidence import EVIDENCE, split
+from slurm_io.attribute.readings import resumed
 from tests.attribute.test_evidence import OPS, READ, WRITE, A, B, ev, row
 from tests.attribute.test_phases import DELTA
 
