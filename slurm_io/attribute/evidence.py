@@ -77,10 +77,11 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    showed no row by their id since (bursts.unshown_starts). Where a candidate was never observed
    (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
    of the candidates' activity on the other target kind during the delta divides it
-   (readings.surprise; where every one rose, by time overlap: readings.rise_weights), else the
-   split falls back to time overlap. Where no candidate's phase shows the delta's OST, the
-   OST's blind bytes read after read, fitted on the candidates' MDT operations read after
-   read, divide it where the fit explains them (attribute.mdt_course: rule 11).
+   (readings.surprise; where every one rose, by time overlap: readings.rise_weights; one that
+   rose with a pace keeps at most it: readings.paced_risers), else time overlap. Where no
+   candidate's phase shows the delta's OST, the OST's blind bytes read after read, fitted on
+   the candidates' MDT operations read after read, divide it where the fit explains them
+   (attribute.mdt_course: rule 11).
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -159,6 +160,7 @@ from slurm_io.attribute.readings import (  # re-exported too
     busy_at_edge,
     continuing,
     paced_amounts,
+    paced_risers,
     phases,
     resumed,
     rise_weights,
@@ -241,8 +243,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
         ruled = found[1] - _UNMEASURED if found is not None else frozenset()
         rise = rise_weights(d, surprise(d, active, evidence, ruled),
                             [c.job for c in active if c.job not in ruled])
-        if sum(rise.values()) > 0:
-            weights = {c.job: rise.get(c.job, 0.0) * over[c.job] for c in active}
+        if sum(rise.values()) > 0:  # held to the paces of those that rose (paced_risers)
+            weights = paced_risers(amount, {c.job: rise.get(c.job, 0.0) * over[c.job]
+                                            for c in active}, loose)
         elif found is not None:
             weights = found[0]
         else:

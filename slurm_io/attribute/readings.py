@@ -6,7 +6,8 @@ out that rule 3 must not feed (`unseen`): each a question attribute.evidence ask
 Evidence index (attribute.observed) about the delta's read interval, as opposed to the
 rates around it;
 and the rise of the candidates' activity on the other target kind in it (`surprise`), as
-rule 1's last resort and rule 2 read it (`rise_weights`). Pure.
+rule 1's last resort and rule 2 read it (`rise_weights`, with the paces of those that rose:
+`paced_risers`). Pure.
 """
 
 from __future__ import annotations
@@ -191,6 +192,37 @@ def rise_weights(d: DeltaRow, rise: dict[int, float], jobs: Collection[int]
     if rise and len(rise) == len(jobs) and d.ts_end - d.ts_start <= WINDOWS[0]:
         return {j: 1.0 for j in rise}
     return rise
+
+
+def paced_risers(amount: float, weights: dict[int, float], paces: dict[int, float]
+                 ) -> dict[int, float]:
+    """Rule 1's last resort once the paces have spoken: each candidate that rose and has a
+    pace (`paces`: phases.loose_paces, its MDT operations during the delta times the bytes
+    its I/O carried per operation nearby) keeps at most that of the share its rise gives
+    it, and what it gives up goes to those that rose without a pace, in proportion to
+    their share. A rise on the MDT says a job entered an I/O phase, not how much it moved;
+    its pace says that, where it has one. A task begun inside the delta has none (no
+    earlier I/O to learn it from): the bytes beyond the others' paces are its start-up
+    read (dense seed 2, node025: a 25.2 GiB read, all job 3483175's, begun inside it, went
+    0.35 to two farm tasks whose file operations rose more, paced at 0.7 and 1.0 GB).
+    Unchanged where no candidate with a pace rose, or none without one did.
+    `amount`: the delta's facet; `weights`: the rise's weights (rise x overlap)."""
+    held = {j: paces[j] for j, w in weights.items() if w > 0 and paces.get(j, 0.0) > 0}
+    bare = [j for j, w in weights.items() if w > 0 and j not in held]
+    if not held or not bare or amount <= 0:
+        return weights
+    norm = sum(weights.values())
+    share = {j: amount * w / norm for j, w in weights.items()}
+    kept = {j: min(share[j], pace) for j, pace in held.items()}
+    excess = sum(share[j] - kept[j] for j in held)
+    if excess <= 0:
+        return weights
+    base = sum(share[j] for j in bare)
+    out = {j: 0.0 for j in weights}
+    out.update(kept)
+    for j in bare:
+        out[j] = share[j] + excess * share[j] / base
+    return out
 
 
 def surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
