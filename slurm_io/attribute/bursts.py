@@ -10,9 +10,9 @@ delta's start), `busy_elsewhere` (a job whose rows show only the other facet), `
 with `began_near` (a phase shown on the MDT only may explain more, unless a task began
 near the delta and may be doing its start-up read), `phase_bounds` (a phase moving the
 facet on other OSTs may explain its rate there); and to whom the rest goes first,
-`readings.resumed` (a job moving the facet by its id on the delta's OST as the ids came
-back), then
-`unshown_starts` (a task begun in the stretch whose start-up read no row showed).
+`readings.bordering` (a job moving the facet by its id on the delta's OST as the ids went
+missing or came back), then `unshown_starts` (a task begun in the stretch whose start-up
+read no row showed).
 
 Pure: every function reads its arguments only.
 """
@@ -168,7 +168,7 @@ def unshown_starts(d: DeltaRow, runs: dict[int, Interval], blind: Sequence[Inter
                      and not evidence.seen(d.node, j, None, s0, d.ts_start))
 
 
-RESUMED_SHARE = 0.25  # what a job moved right after the delta, of the rest it may take
+RESUMED_SHARE = 0.25  # what a job moved right before or after the delta, of the rest it takes
 
 
 UNMEASURED = frozenset({-1})  # marker: the weights are time overlaps, not measured rates
@@ -200,10 +200,10 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
     other target kind rose during the delta (`surprise`), else by time overlap; to those
     of them in `first` alone (unshown_starts: their start-up read unseen), by time overlap,
     where there are some. Before all of that, the rest goes to the candidates in `back`
-    (readings.resumed: what each moved on the delta's OST right after it) that moved at least
-    RESUMED_SHARE of it there, in proportion, where some candidate did not: those, rate or
-    none, were still moving it as the ids came back. Where every candidate has a rate, the
-    weights stay as they are.
+    (readings.bordering: what each moved on the delta's OST right before and right after
+    it) that moved at least RESUMED_SHARE of it there, in proportion, where some candidate
+    did not: those, rate or none, were moving it as the ids went missing or came back.
+    Where every candidate has a rate, the weights stay as they are.
     """
     if UNMEASURED & excluded or amount <= 0:
         return expected

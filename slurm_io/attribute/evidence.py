@@ -72,16 +72,16 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    there moved none of the delta's facet where the others' phases can have moved half of it
    (bursts.busy_elsewhere); a candidate whose phase moves the facet on other OSTs can explain
    up to its rate x its overlap (bursts.phase_bounds). The rest goes first to the candidates
-   that moved a quarter of it on the delta's OST by their id in the read right after, rate or
-   none (readings.resumed), then, of a read, to the idle begun inside the blind stretch that
-   showed no row by their id since (bursts.unshown_starts). Where a candidate was never observed
-   (its run lies wholly in blind time) or no candidate moved that facet in the window, a rise
-   of the candidates' activity on the other target kind during the delta divides it
-   (readings.surprise; where every one rose, by time overlap: readings.rise_weights; one that
-   rose with a pace keeps at most it: readings.paced_risers), else time overlap. Where no
-   candidate's phase shows the delta's OST, the OST's blind bytes read after read, fitted on
-   the candidates' MDT operations read after read, divide it where the fit explains them
-   (attribute.mdt_course: rule 11).
+   that moved a quarter of it on the delta's OST by their id in the read right before or
+   right after, rate or none (readings.bordering), then, of a read, to the idle begun inside
+   the blind stretch that showed no row by their id since (bursts.unshown_starts). Where a
+   candidate was never observed (its run lies wholly in blind time) or no candidate moved
+   that facet in the window, a rise of the candidates' activity on the other target kind
+   during the delta divides it (readings.surprise; where every one rose, by time overlap:
+   readings.rise_weights; one that rose with a pace keeps at most it:
+   readings.paced_risers), else time overlap. Where no candidate's phase shows the delta's
+   OST, the OST's blind bytes read after read, fitted on the candidates' MDT operations read
+   after read, divide it where the fit explains them (attribute.mdt_course: rule 11).
 4. capped() (attribute.caps): no candidate keeps more than CAP_SLACK x its highest rate
    by its own id within an hour (its sole deltas, the `:uid:host` deltas no other job of
    the uid can have made, count as its own rows: attribute.core.sole_deltas), or its
@@ -157,12 +157,12 @@ from slurm_io.attribute.phases import (
 )
 from slurm_io.attribute.readings import (  # re-exported too
     beside,
+    bordering,
     busy_at_edge,
     continuing,
     paced_amounts,
     paced_risers,
     phases,
-    resumed,
     rise_weights,
     surprise,
     unseen,
@@ -263,7 +263,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             starts = unshown_starts(d, runs, blind, evidence) if i == 0 else ()
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
                                    surprise(d, active, evidence, excluded), bounds, starts,
-                                   resumed(d, i, weights, evidence))
+                                   bordering(d, i, weights, evidence))
     fitted = by_operations(d, i, weights, met, evidence, leaks, blind, others)  # rule 11
     if fitted is not None:
         weights = fitted

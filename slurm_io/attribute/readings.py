@@ -1,6 +1,7 @@
 """The readings of a blind delta's own interval: what each candidate's own rows say of it.
 
-Rule 1's `beside`, `paced_amounts` and `continuing` (built on rule 2's `resumed`), rule
+Rule 1's `beside`, `paced_amounts` and `continuing` (built on `resumed`, which rule 2's
+`bordering` reads too), rule
 3's `phases`, the candidates rule 0 must not rule out (`busy_at_edge`) and those it rules
 out that rule 3 must not feed (`unseen`): each a question attribute.evidence asks of the
 Evidence index (attribute.observed) about the delta's read interval, as opposed to the
@@ -116,6 +117,30 @@ def resumed(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
     kind = target_kind(d.target)
     moved = {j: evidence.amount(d.node, j, after, d.target, kind, i) for j in candidates}
     return {j: v for j, v in moved.items() if v > 0}
+
+
+def bordering(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
+              ) -> dict[int, float]:
+    """What each candidate moved of facet `i` by its own id on the delta's own target in
+    the read right before it or in the read right after it (within SLIVER of its start or
+    its end), the larger, where it moved any: `resumed`, and a phase going on there as the
+    ids went missing,
+    which went on into the delta as much as one going on as they came back had begun in
+    it. Rule 2 gives it the burst before any idle job (dense seed 2, node005: job 3482892
+    wrote 27.3 GB on OST0003 by its id in the read before an 8.1 GiB blind write there, and
+    its rows elsewhere put it at 0.5 GB a read: 0.12 to it, 0.44 to each of two jobs idle
+    by their id; leaky seed 7, node014: a 33.1 GiB read, 0.02 to the job reading there by
+    its id right before it, truth 1.00)."""
+    if i > 1 or d.node is None:
+        return {}
+    out = resumed(d, i, candidates, evidence)
+    before = [(d.ts_start - SLIVER, d.ts_start)]
+    kind = target_kind(d.target)
+    for j in candidates:
+        moved = evidence.amount(d.node, j, before, d.target, kind, i)
+        if moved > out.get(j, 0.0):
+            out[j] = moved
+    return out
 
 
 def unseen(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,

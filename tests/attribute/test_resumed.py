@@ -1,5 +1,6 @@
 """A burst beyond the rates goes first to a job moving that facet by its id on the delta's
-OST in the read right after it (attribute.readings.resumed, rule 2), in tables.
+OST in the read right before or right after it (attribute.readings.bordering, built on
+`resumed`, rule 2), in tables.
 
 The frame of test_phases.py: node n1, uid 1000; the blind delta is (4000, 4120] on
 fs-OST0000. A phase going on there as the ids came back was going in the delta, whatever
@@ -14,7 +15,7 @@ import pytest
 
 from slurm_io.attribute.bursts import RESUMED_SHARE, beyond_rates
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.readings import resumed
+from slurm_io.attribute.readings import bordering, resumed
 from tests.attribute.test_evidence import OPS, READ, WRITE, A, B, ev, row
 from tests.attribute.test_phases import DELTA
 
@@ -102,3 +103,50 @@ def test_a_blind_write_is_the_job_writing_there_by_its_id_as_the_ids_came_back()
               [(3640.0, 4080.0), (4120.0, 4145.0)], now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 0.0, 2: 1.0})
+
+
+# case: (the rows of job 1, the facet, what `bordering` gives)
+BORDERING = {
+    "wrote by its id on the delta's OST in the read before": (
+        (row(3880, 4000, job=1, wb=500),), WRITE, {1: 500.0}),
+    "and in the read after: the larger counts, a steady pace is no more for both": (
+        (row(3880, 4000, job=1, wb=500), row(4120, 4240, job=1, wb=300)), WRITE,
+        {1: 500.0}),
+    "half of the read before lies within a collector period of the delta": (
+        (row(3820, 3940, job=1, wb=500),), WRITE, {1: 250.0}),
+    "two reads before": ((row(3760, 3880, job=1, wb=500),), WRITE, {}),
+    "on another OST before": ((row(3880, 4000, job=1, target=OST1, wb=500),), WRITE, {}),
+    "the other facet before": ((row(3880, 4000, job=1, rb=500),), WRITE, {}),
+    "files opened on the MDT before": (
+        (row(3880, 4000, job=1, target=MDT, opens=9),), WRITE, {}),
+    "operations are no burst": ((row(3880, 4000, job=1, opens=9),), OPS, {}),
+}
+
+
+@pytest.mark.parametrize("case", BORDERING.values(), ids=BORDERING.keys())
+def test_what_each_job_moved_on_the_delta_ost_right_before_or_right_after_it(case):
+    rows, facet, want = case
+    assert bordering(DELTA, facet, [1], ev(*rows)) == pytest.approx(want)
+
+
+def test_a_blind_write_is_the_job_writing_there_by_its_id_as_the_ids_went_missing():
+    # Dense seed 2, node005: job 3482892 wrote 27.3 GB on OST0003 by its id in the read
+    # before an 8.1 GiB blind write there (a 54 s row: too short to be a peak), and its
+    # rows elsewhere put it at 0.5 GB a read: 0.12 to it, 0.44 to each of two jobs idle by
+    # their id. Here job 1 writes 1000 a read on fs-OST0001 around the stretch, 30000 on
+    # fs-OST0000 in the 50 s before the ids went missing, 60000 in a later read (its peak);
+    # job 2 only opens files, far from the delta: rule 2 gave it 0.81 of a 20000-byte write.
+    rows = [row(t, t + 120, job=1, target=OST1, wb=1000) for t in range(3040, 3880, 120)]
+    rows += [row(3940, 3990, job=1, wb=30000), row(5600, 5720, job=1, target=OST1, wb=60000)]
+    rows += [row(t, t + 120, job=1, target=OST1, wb=1000) for t in range(4240, 4800, 120)]
+    rows += [row(3400, 3520, job=2, target=MDT, opens=5),
+             row(4400, 4520, job=2, target=MDT, opens=5)]
+    s = split(row(4000, 4120, wb=20000), WRITE, [A, B], ev(*rows), [(3990.0, 4240.0)],
+              now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
+
+
+def test_a_delta_of_no_node_borders_on_nothing():
+    assert bordering(DELTA._replace(node=None), WRITE, [1],
+                     ev(row(3880, 4000, job=1, wb=500))) == {}
