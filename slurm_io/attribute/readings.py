@@ -1,14 +1,12 @@
 """The readings of a blind delta's own interval: what each candidate's own rows say of it.
 
 Rule 1's `beside`, `paced_amounts` and `continuing` (built on `resumed`, which rule 2's
-`bordering` reads too), rule
-3's `phases`, the candidates rule 0 must not rule out (`busy_at_edge`) and those it rules
-out that rule 3 must not feed (`unseen`): each a question attribute.evidence asks of the
-Evidence index (attribute.observed) about the delta's read interval, as opposed to the
-rates around it;
-and the rise of the candidates' activity on the other target kind in it (`surprise`), as
-rule 1's last resort and rule 2 read it (`rise_weights`, with the paces of those that rose:
-`paced_risers`). Pure.
+`bordering` reads too), rule 3's `phases`, the candidates rule 0 must not rule out
+(`busy_at_edge`) and those it rules out that rule 3 must not feed (`unseen`): each a
+question attribute.evidence asks of the Evidence index (attribute.observed) about the
+delta's read interval, as opposed to the rates around it; and the rise of the candidates'
+activity on the other target kind in it (`surprise`), as rule 1's last resort and rule 2
+read it (`rise_weights`, with the paces of those that rose: `paced_risers`). Pure.
 """
 
 from __future__ import annotations
@@ -121,16 +119,15 @@ def resumed(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
 
 def bordering(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
               ) -> dict[int, float]:
-    """What each candidate moved of facet `i` by its own id on the delta's own target in
-    the read right before it or in the read right after it (within SLIVER of its start or
-    its end), the larger, where it moved any: `resumed`, and a phase going on there as the
-    ids went missing,
-    which went on into the delta as much as one going on as they came back had begun in
-    it. Rule 2 gives it the burst before any idle job (dense seed 2, node005: job 3482892
-    wrote 27.3 GB on OST0003 by its id in the read before an 8.1 GiB blind write there, and
-    its rows elsewhere put it at 0.5 GB a read: 0.12 to it, 0.44 to each of two jobs idle
-    by their id; leaky seed 7, node014: a 33.1 GiB read, 0.02 to the job reading there by
-    its id right before it, truth 1.00)."""
+    """What each candidate moved of facet `i` by its own id on the delta's own target in the
+    read right before it or in the read right after it (within SLIVER of its start or its
+    end), the larger, where it moved any: `resumed`, and a phase going on there as the ids
+    went missing, which went on into the delta as surely as one going on as they came back
+    had begun in it. Rule 2 gives it the burst before any idle job (dense seed 2, node005:
+    job 3482892 wrote 27.3 GB on OST0003 by its id in the read before an 8.1 GiB blind write
+    there, and its rows elsewhere put it at 0.5 GB a read: 0.12 to it, 0.44 to each of two
+    jobs idle by their id; leaky seed 7, node014: a 33.1 GiB read, 0.02 to the job reading
+    there by its id right before it, truth 1.00)."""
     if i > 1 or d.node is None:
         return {}
     out = resumed(d, i, candidates, evidence)
@@ -229,7 +226,7 @@ def paced_risers(amount: float, weights: dict[int, float], paces: dict[int, floa
     its pace says that, where it has one. A task begun inside the delta has none (no
     earlier I/O to learn it from): the bytes beyond the others' paces are its start-up
     read (dense seed 2, node025: a 25.2 GiB read, all job 3483175's, begun inside it, went
-    0.35 to two farm tasks whose file operations rose more, paced at 0.7 and 1.0 GB).
+    0.35 to two tasks whose file operations rose more, paced at 0.7 and 1.0 GB).
     Unchanged where no candidate with a pace rose, or none without one did.
     `amount`: the delta's facet; `weights`: the rise's weights (rise x overlap)."""
     held = {j: paces[j] for j, w in weights.items() if w > 0 and paces.get(j, 0.0) > 0}
