@@ -1,7 +1,7 @@
 """The readings of a blind delta's own interval: what each candidate's own rows say of it.
 
-Rule 1's `beside`, `paced_amounts` and `continuing` (built on `resumed`, which rule 2's
-`bordering` reads too), rule 3's `phases`, the candidates rule 0 must not rule out
+Rule 1's `beside`, `paced_amounts`, `continuing` (built on `resumed`, which rule 2's
+`bordering` reads too) and `ended_blind`, rule 3's `phases`, the candidates rule 0 must not rule out
 (`busy_at_edge`) and those it rules out that rule 3 must not feed (`unseen`): each a
 question attribute.evidence asks of the Evidence index (attribute.observed) about the
 delta's read interval, as opposed to the rates around it; and the rise of the candidates'
@@ -97,6 +97,34 @@ def continuing(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evide
     a blind stretch, shows only after it; reading both edges cost dense seed 3 0.07.)"""
     after = resumed(d, i, [c.job for c in active if c.job in current], evidence)
     return {j: current[j] for j in after}
+
+
+def ended_blind(d: DeltaRow, runs: dict[int, Interval], blind: Sequence[Interval],
+                current: dict[int, float], going: Collection[int], evidence: Evidence
+                ) -> dict[int, float]:
+    """The candidates' rates in their current phase (`current`, from `phases`) that ended
+    inside the blind stretch around the delta, or within a read of its end, after the
+    delta: rule 1 expects at least that rate of them where no phase says more. No read after
+    can show such a job going on (`continuing`), so its last OST row by its id before the
+    delta stands for it, where that row is on the delta's own OST and no OST row by its id
+    follows (it did not move on elsewhere). Dense seed 2, node015: a job read OST0000 as the
+    ids went missing and ended inside the 960 s stretch; the other candidate, reading
+    OST0000 after it, took every blind read of it (truth 0.76-0.87 to the first)."""
+    if d.node is None:
+        return {}
+    h0, h1 = stretch(d.ts_start, d.ts_end, blind)
+    out: dict[int, float] = {}
+    for j, rate in current.items():
+        end = runs[j][1]
+        if j in going or not d.ts_end <= end < h1 + SLIVER:
+            continue
+        rows = [r for r in evidence.between(d.node, j, h0 - SLIVER, end + SLIVER)
+                if r.kind == "OST"]
+        before = [r for r in rows if r.t0 < d.ts_start]
+        if before and all(r.t1 <= d.ts_end for r in rows) and (
+                max(before, key=lambda r: r.t1).target == d.target):
+            out[j] = rate
+    return out
 
 
 def resumed(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence

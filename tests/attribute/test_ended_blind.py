@@ -1,0 +1,84 @@
+"""A job that ended inside the blind stretch after the delta is expected at least its
+current phase's rate where its last OST row by its id before the delta is on the delta's
+own OST and none follows (attribute.readings.ended_blind, rule 1), in tables.
+
+The frame of test_phases.py: node n1, uid 1000; the blind delta is (4000, 4120] on
+fs-OST0000, inside a blind stretch (3600, 4600). No read after the stretch can show such a
+job going on, as `continuing` reads one: the last row it printed is all there is of its
+phase, unless it printed another OST since (it moved on) or ended before the delta.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_io.attribute.evidence import EVIDENCE, split
+from slurm_io.attribute.readings import ended_blind
+from slurm_io.jobs.info import JobWindow
+from tests.attribute.test_evidence import READ, B, ev, row
+from tests.attribute.test_phases import DELTA
+
+OST0, OST1, OST2, MDT = "fs-OST0000", "fs-OST0001", "fs-OST0002", "fs-MDT0000"
+BLIND = [(3600.0, 4600.0)]
+SLIVER_ROW = row(3605, 3655, job=1, rb=3000)  # read on the delta's OST as the ids went
+
+# case: (the rows of job 1, when it ended, the candidates `continuing` named, what
+# `ended_blind` gives of its current rate, 60)
+ENDED = {
+    "ended inside the stretch, last read on the delta's OST": (
+        (SLIVER_ROW,), 4400.0, (), {1: 60.0}),
+    "ended within a collector period of the stretch's end": (
+        (SLIVER_ROW,), 4700.0, (), {1: 60.0}),
+    "ended a read after the stretch: the read after could show it": (
+        (SLIVER_ROW,), 4800.0, (), {}),
+    "ended before the delta did": ((SLIVER_ROW,), 4100.0, (), {}),
+    "its last read before was on another OST: it moved on": (
+        (SLIVER_ROW, row(3700, 3750, job=1, target=OST1, rb=3000)), 4400.0, (), {}),
+    "an OST row by its id after the delta": (
+        (SLIVER_ROW, row(4200, 4250, job=1, target=OST1, rb=3000)), 4400.0, (), {}),
+    "files opened on the MDT after it say nothing of the OST": (
+        (SLIVER_ROW, row(4200, 4250, job=1, target=MDT, opens=9)), 4400.0, (), {1: 60.0}),
+    "no OST row before the delta": (
+        (row(3605, 3655, job=1, target=MDT, opens=9),), 4400.0, (), {}),
+    "already continuing: its read after says more": ((SLIVER_ROW,), 4400.0, (1,), {}),
+}
+
+
+@pytest.mark.parametrize("case", ENDED.values(), ids=ENDED.keys())
+def test_a_job_ended_in_the_stretch_keeps_the_rate_of_its_last_read_there(case):
+    rows, end, going, want = case
+    got = ended_blind(DELTA, {1: (0.0, end)}, BLIND, {1: 60.0}, going, ev(*rows))
+    assert got == pytest.approx(want)
+
+
+def test_no_current_phase_no_rate():
+    assert ended_blind(DELTA, {1: (0.0, 4400.0)}, BLIND, {}, (), ev(SLIVER_ROW)) == {}
+
+
+def test_a_delta_of_no_node_has_none_ended():
+    assert ended_blind(DELTA._replace(node=None), {1: (0.0, 4400.0)}, BLIND, {1: 60.0}, (),
+                       ev(SLIVER_ROW)) == {}
+
+
+def test_a_blind_read_is_the_job_reading_there_as_the_ids_went_missing_until_it_ended():
+    # Dense seed 2, node015: job 3482924 read OST0000 in a 53 s row as the ids went missing
+    # and ended 930 s later, inside the stretch; job 3482922 had read OST0002 before it and
+    # read OST0000 after it. Every blind read of OST0000 went to the second (rule 1: the
+    # first's only row there lies in the stretch), where 0.76-0.87 was the first's. Here
+    # job 1 reads fs-OST0001 until 3600, then fs-OST0000 (3000 in 50 s) and ends at 4400;
+    # job 2 reads fs-OST0002 until 3600 and fs-OST0000 from 4600, 3600 a read. The ids came
+    # back for two 50 s slivers inside the stretch, where job 2 printed nothing: its rows
+    # on the two sides are not one phase (attribute.phases), as there.
+    rows = [row(t, t + 120, job=1, target=OST1, rb=6000) for t in range(3120, 3600, 120)]
+    rows += [SLIVER_ROW]
+    rows += [row(t, t + 120, job=2, target=OST2, rb=6000) for t in range(3120, 3600, 120)]
+    rows += [row(t, t + 120, job=2, rb=3600) for t in range(4600, 5200, 120)]
+    first = JobWindow(1, 1000, ("n1",), 0.0, 4400.0)
+    blind = [(3600.0, 3880.0), (3930.0, 4280.0), (4330.0, 4600.0)]
+    s = split(row(4000, 4120, rb=9000), READ, [first, B], ev(*rows), blind, now=20000)
+    assert s.rule == EVIDENCE
+    # job 1: 60 a second over the delta's 120 s; job 2: rule 1's rate over the ±600 s it
+    # was seen in (200 s before, the two slivers, 120 s after: one read of 3600 here)
+    first_part, second_part = 60.0 * 120, 3600.0 / 420 * 120
+    assert s.fractions == pytest.approx({1: first_part / (first_part + second_part),
+                                         2: second_part / (first_part + second_part)})
