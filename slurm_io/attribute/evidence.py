@@ -140,7 +140,6 @@ from slurm_io.attribute.observed import (  # re-exported: the rule's vocabulary
     measures,
     merge,
     overlap,
-    requests,
     run_of,
     stretch,
     subtract,
@@ -167,10 +166,10 @@ from slurm_io.attribute.readings import (  # re-exported too
     paced_risers,
     phases,
     rise_weights,
+    sized_weights,
     surprise,
     unseen,
 )
-from slurm_io.attribute.sizes import by_size
 from slurm_io.attribute.striped import striped, striping
 
 if TYPE_CHECKING:
@@ -272,7 +271,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     if fitted is not None:
         weights = fitted
     if i < 2 and d.node is not None:
-        sized = _sized(d, i, weights, evidence)
+        sized = sized_weights(d, i, weights, evidence)
         if sized is not None:
             weights, rule = sized, EVIDENCE
     weights = in_long_read(d, i, jobs, evidence) or weights  # rule 8 (attribute.leaks)
@@ -394,17 +393,3 @@ def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weigh
     if inner is None:
         gone |= _UNMEASURED
     return {**{c.job: 0.0 for c in out}, **weights}, gone
-
-
-def _sized(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
-           ) -> dict[int, float] | None:
-    """The weights once the delta's bytes per request have divided it between candidates
-    of small and of large requests (attribute.sizes); None where sizes say nothing."""
-    assert d.node is not None
-    amount, count = measures(d.counters)[i], requests(d.counters)[i]
-    if amount <= 0 or count <= 0:
-        return None  # nothing to weigh: spare the scans of every candidate's rows
-    kind = target_kind(d.target)
-    sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
-                                      d.ts_end + WINDOWS[-1]) for j in weights}
-    return by_size(amount, count, weights, sizes)

@@ -1,12 +1,13 @@
 """The readings of a blind delta's own interval: what each candidate's own rows say of it.
 
 Rule 1's `beside`, `paced_amounts`, `continuing` (built on `resumed`, which rule 2's
-`bordering` reads too) and `ended_blind`, rule 3's `phases`, the candidates rule 0 must not rule out
-(`busy_at_edge`) and those it rules out that rule 3 must not feed (`unseen`): each a
+`bordering` reads too) and `ended_blind`, rule 3's `phases`, the candidates rule 0 must not
+rule out (`busy_at_edge`) and those it rules out that rule 3 must not feed (`unseen`): each a
 question attribute.evidence asks of the Evidence index (attribute.observed) about the
 delta's read interval, as opposed to the rates around it; and the rise of the candidates'
 activity on the other target kind in it (`surprise`), as rule 1's last resort and rule 2
-read it (`rise_weights`, with the paces of those that rose: `paced_risers`). Pure.
+read it (`rise_weights`, with the paces of those that rose: `paced_risers`); and the
+delta's bytes per request against each candidate's (`sized_weights`). Pure.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from slurm_io.attribute.observed import (
     measures,
     merge,
     overlap,
+    requests,
     stretch,
     subtract,
     target_kind,
 )
 from slurm_io.attribute.phases import EDGE, MIN_ROW
+from slurm_io.attribute.sizes import by_size
 
 if TYPE_CHECKING:
     from slurm_io.attribute.rows import DeltaRow
@@ -294,3 +297,17 @@ def surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
         if during > around:
             out[c.job] = during - around
     return out
+
+
+def sized_weights(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
+                  ) -> dict[int, float] | None:
+    """The weights once the delta's bytes per request have divided it between candidates
+    of small and of large requests (attribute.sizes); None where sizes say nothing."""
+    assert d.node is not None
+    amount, count = measures(d.counters)[i], requests(d.counters)[i]
+    if amount <= 0 or count <= 0:
+        return None  # nothing to weigh: spare the scans of every candidate's rows
+    kind = target_kind(d.target)
+    sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
+                                      d.ts_end + WINDOWS[-1]) for j in weights}
+    return by_size(amount, count, weights, sizes)
