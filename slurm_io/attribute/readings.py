@@ -21,6 +21,7 @@ from slurm_io.attribute.observed import (
     WINDOWS,
     Evidence,
     Interval,
+    Row,
     measures,
     merge,
     overlap,
@@ -207,26 +208,40 @@ def busy_at_edge(d: DeltaRow, i: int, active: Sequence[JobWindow], evidence: Evi
                  seen: frozenset[int], going: Collection[int]) -> frozenset[int]:
     """The candidates rule 0 must not rule out though none of their rows falls in the
     delta's read interval (`seen`: those with one): their own id moved byte facet `i` on
-    the delta's own OST in a read that ended within EDGE of the delta's start, at a rate
-    that explains EDGE_SHARE of the delta or more. Servers read at different moments: a
-    job writing on that OST until two seconds before the delta is as busy as one whose
-    server read a sliver nine seconds into it (dense seed 1, node005: a 37 GiB blind write
-    on the OST the first job had been writing on went whole to the second). Not a trickle
-    (a log beside compute), not a row longer than EDGE_ROW (an outage's read), not another
-    OST's row (it says nothing of this one), not where a busy candidate's own id moved the
-    facet on the delta's OST in the read right after it (`going`: the candidates
-    `continuing` names; its phase ran through the delta; leaky seed 3, node021), and only
-    where rule 0 applies (`seen`)."""
+    the delta's own OST in a read that ended within EDGE after the delta's start or NEAR
+    before it, at a rate that explains EDGE_SHARE of the delta or more. Servers read at
+    different moments: a job writing on that OST until two seconds before the delta is as
+    busy as one whose server read a sliver nine seconds into it (dense seed 1, node005: a
+    37 GiB blind write on the OST the first job had been writing on went whole to the
+    second). A row that ends further back than EDGE ended at its entry's last update: the
+    job's id stopped moving then, as the ids went missing (dense seed 2, node001: a job
+    reading OST0002 by its id until 27 s before a 0.87 GiB blind read there, its own, was
+    ruled out for the other, busy on OST0005), unless a task of the others began since
+    (from EDGE before that row's end to the delta's end): its start-up read is the likelier
+    owner (leaky seed 5, node032: an 18.4 GB read of a task begun 40 s before the delta).
+    Not a trickle (a log beside compute), not a row longer than EDGE_ROW (an outage's
+    read), not another OST's row (it says nothing of this one), not where a busy
+    candidate's own id moved the facet on the delta's OST in the read right after it
+    (`going`: the candidates `continuing` names; its phase ran through the delta; leaky
+    seed 3, node021), and only where rule 0 applies (`seen`)."""
     if (i > 1 or not seen or d.node is None or target_kind(d.target) != "OST"
             or seen & set(going)):
         return frozenset()
     a, b = d.ts_start, d.ts_end
     floor = EDGE_SHARE * measures(d.counters)[i] / max(b - a, 1.0)  # bytes/s
+    starts = [(c.job, c.start) for c in active if c.start is not None]
+
+    def at_edge(job: int, r: Row) -> bool:
+        if r.target != d.target or not a - NEAR <= r.t1 <= a + EDGE:
+            return False
+        if r.t1 - r.t0 > EDGE_ROW or r.m[i] / max(r.t1 - r.t0, MIN_ROW) < floor:
+            return False
+        return r.t1 >= a - EDGE or not any(
+            other != job and r.t1 - EDGE < s0 < b for other, s0 in starts)
+
     return frozenset(
         c.job for c in active if c.job not in seen and any(
-            r.target == d.target and a - EDGE <= r.t1 <= a + EDGE
-            and r.t1 - r.t0 <= EDGE_ROW and r.m[i] / max(r.t1 - r.t0, MIN_ROW) >= floor
-            for r in evidence.between(d.node, c.job, a - EDGE, a + EDGE)))
+            at_edge(c.job, r) for r in evidence.between(d.node, c.job, a - NEAR, a + EDGE)))
 
 
 def rise_weights(d: DeltaRow, rise: dict[int, float], jobs: Collection[int]

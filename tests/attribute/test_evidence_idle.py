@@ -17,6 +17,7 @@ import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
 from slurm_io.attribute.readings import busy_at_edge, continuing
+from slurm_io.jobs.info import JobWindow
 from tests.attribute.test_evidence import READ, WRITE, A, B, ev, row
 
 STRETCH = [(4000.0, 4120.0)]
@@ -35,7 +36,11 @@ def job1(t1=3998.0, *, target="fs-OST0000", wb=12000, t0=3880.0):
 EDGE = {
     "a write on the delta's OST ending 2 s before it": (job1(), JOB2, WRITE, True),
     "ending 20 s after its start": (job1(4020.0, t0=3900.0), JOB2, WRITE, True),
-    "ending 30 s before it: the phase had ended": (job1(3970.0, t0=3850.0), JOB2, WRITE,
+    # a row ending up to NEAR (60 s) before it ended at its entry's last update: the job's
+    # id stopped moving then, as the ids went missing (dense seed 2, node001: 27 s)
+    "ending 30 s before it: its id stopped as the ids went missing": (
+        job1(3970.0, t0=3850.0), JOB2, WRITE, True),
+    "ending 70 s before it: the phase had ended": (job1(3930.0, t0=3810.0), JOB2, WRITE,
                                                    False),
     "on another OST: it says nothing of this one": (job1(target="fs-OST0002"), JOB2, WRITE,
                                                     False),
@@ -66,11 +71,52 @@ def test_a_job_writing_on_the_delta_ost_as_the_ids_went_missing_is_not_idle(case
     assert got == (frozenset({1}) if kept else frozenset())
 
 
+# case: (when job 3 began, whether rule 0 must keep job 1, whose row on the delta's OST
+# ended 30 s before it, at 3970)
+FRESH = {
+    "a task begun since that row ended: its start-up read is the likelier owner": (
+        3985.0, False),
+    "begun inside the delta": (4050.0, False),
+    "begun just before that row ended (within EDGE)": (3960.0, False),
+    "begun well before that row ended": (3900.0, True),
+}
+
+
+@pytest.mark.parametrize("case", FRESH.values(), ids=FRESH.keys())
+def test_a_task_begun_since_the_edge_row_keeps_rule_0_for_it(case):
+    began, kept = case
+    third = JobWindow(3, 1000, ("n1",), began, 10000.0)
+    rows = (*job1(3970.0, t0=3850.0), *JOB2)
+    e = ev(*rows)
+    got = busy_at_edge(DELTA, WRITE, [A, B, third], e, frozenset({2}), {})
+    assert got == (frozenset({1}) if kept else frozenset())
+
+
+def test_a_task_begun_since_does_not_matter_for_a_row_ending_within_edge():
+    third = JobWindow(3, 1000, ("n1",), 3999.0, 10000.0)
+    got = busy_at_edge(DELTA, WRITE, [A, B, third], ev(*job1(), *JOB2), frozenset({2}), {})
+    assert got == frozenset({1})
+
+
 def test_a_blind_write_on_the_ost_the_idle_job_was_writing_on_is_not_all_the_busy_ones():
     # rule 0 gave job 2 the whole delta (job 1 had no row inside it). Kept, job 1's phase
     # on fs-OST0000 meets the delta by its span's margin and job 2's phase is on fs-OST0001:
     # rule 2 gives the burst to the job whose rate can explain it on this OST
     e = ev(*job1(), *JOB2)
     s = split(DELTA, WRITE, [A, B], e, STRETCH, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
+
+
+def test_a_blind_read_is_the_job_reading_there_until_its_id_stopped_moving():
+    # Dense seed 2, node001, scratch-OST0002, 7761-7882: job 3482806 read there by its id
+    # about 1 GB a read until 7734 (its entry's last update), 27 s before a 0.87 GiB blind
+    # read of it, all its own; job 3482799, busy by its id on OST0005 in the delta, had it
+    # all (rule 0 ruled the first out: its row ended more than EDGE before). Here job 1
+    # reads fs-OST0000 12000 a read until 3973; job 2 writes on fs-OST0001 in the delta.
+    rows = [row(t, t + 93, job=1, rb=12000) for t in range(3520, 3900, 120)]
+    rows += [row(t, t + 110, job=2, target="fs-OST0001", wb=20000)
+             for t in range(3520, 4240, 120)]
+    s = split(row(4000, 4120, rb=12000), READ, [A, B], ev(*rows), STRETCH, now=20000)
     assert s.rule == EVIDENCE
     assert s.fractions == pytest.approx({1: 1.0, 2: 0.0})
