@@ -13,9 +13,10 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
    printed its id on the delta's own kind then does not rule it out: its other processes
    may have lost theirs (ranks started outside srun), and a node-wide stretch of missing
    ids that begins or ends inside the interval shows its owner printing too. Nor is a job
-   idle whose own id moved the facet on the delta's OST until the delta began (servers
-   read at different moments: readings.busy_at_edge); nor busy one whose phase moves only
-   the other facet while another's phase moves this one (phases.not_busy).
+   idle whose own id moved the facet on the delta's OST until the delta began, or until
+   its id stopped moving up to NEAR before it with no task begun since (servers read at
+   different moments: readings.busy_at_edge); nor busy one whose phase moves only the
+   other facet while another's phase moves this one (phases.not_busy).
 1. Window: the intervals around the delta, [a - W, b + W], minus every stretch in which the
    uid's activity on that node and target kind was itself blind (its `:uid:host` deltas),
    for the first W of WINDOWS at which every candidate was observed >= MIN_OBSERVED seconds
