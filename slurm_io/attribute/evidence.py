@@ -45,7 +45,8 @@ intact. The rule, per delta and per facet (read bytes, write bytes, other operat
      expected at least its rate in that row (any length) over the delta: a phase still
      going when the ids came back was going during it (the ±10 min rate dilutes it); so
      is one that ended inside the stretch after the delta, its last OST row by its id
-     before it on the delta's own target and none since (readings.ended_blind).
+     before it on the delta's own target and none since (readings.ended_blind); one whose
+     read there was cut short by the ids going missing, at its rate (readings.cut_short).
    Before all of these, the candidates' phases (attribute.phases, issue 21): where one of
    them has a phase with a known rate meeting a blind OST delta (a run of its own rows,
    bridged over the blind stretch where its rows on both sides, its MDT rows inside, or
@@ -162,6 +163,7 @@ from slurm_io.attribute.readings import (  # re-exported too
     bordering,
     busy_at_edge,
     continuing,
+    cut_short,
     ended_blind,
     paced_amounts,
     paced_risers,
@@ -239,8 +241,9 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     amount = measures(d.counters)[i]
     ruling = seen - not_busy(met, seen, none, amount) | striping(d, i, stripe)  # rule 0's busy
     ended = ended_blind(d, runs, blind, current, going, evidence)  # rule 1: no read after
+    cut = cut_short(d, i, active, runs, blind, current, going, evidence)  # rules 1, 3: nor phase
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, ruling,
-                              going, met, stripe, ended)
+                              going, met, stripe, {**cut, **ended}, cut)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -299,14 +302,15 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
                       blind: Sequence[Interval], paced: dict[int, float],
                       seen: frozenset[int], going: dict[int, float],
                       met: Meeting | None, stripe: dict[int, float],
-                      ended: dict[int, float]) -> Weights | None:
+                      ended: dict[int, float], cut: dict[int, float]) -> Weights | None:
     """Each candidate's expected amount of facet `i` (its rate x its overlap), and the
     candidates rule 0 rules out (not in `seen`, who did I/O by their id in the read
     interval); None where there is no evidence. `going`: readings.continuing of all the
     candidates (each one's entry reads its own rows only, so rule 0's subset of busy ones
     reuses it); `met`: the candidates' phases meeting the delta (attribute.phases.meeting);
     `stripe`: rule 10's weights (attribute.striped), used where those phases expect nothing;
-    `ended`: readings.ended_blind, a floor under the rates as `going` is."""
+    `ended`: readings.ended_blind and `cut`, readings.cut_short, a floor under the rates
+    as `going` is; `cut` under the phases' too, where they expect nothing."""
     if d.node is None:
         return None
     busy = [c for c in active if c.job in seen]
@@ -314,14 +318,16 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         # the others did no I/O at all by their id then (on the other kind, not blind)
         idle = [c for c in active if c not in busy]
         inner = _evidence_weights(d, i, busy, runs, over, evidence, blind, paced, seen,
-                                  going, met, stripe, ended)
+                                  going, met, stripe, ended, cut)
         return _ruled_out(idle, busy, inner, over)
     going = {c.job: going[c.job] for c in active if c.job in going}
     phased = expected_of(d, met, [c.job for c in active])
     if not phased and sum(stripe.get(c.job, 0.0) for c in active) > 0:  # rule 10
         phased = {c.job: stripe.get(c.job, 0.0) for c in active}
     if phased:  # the phases the candidates' own rows show say what each moved in it
-        return {j: max(v, going.get(j, 0.0) * over[j]) for j, v in phased.items()}, frozenset()
+        cut = {j: r for j, r in cut.items() if phased.get(j, 0.0) <= 0}  # where they expect 0
+        return {j: max(v, max(going.get(j, 0.0), cut.get(j, 0.0)) * over[j])
+                for j, v in phased.items()}, frozenset()
     rates = _rates(d, i, active, runs, over, evidence, blind)
     going = {**{c.job: ended[c.job] for c in active if c.job in ended}, **going}
     if rates is not None and going:  # at least the rate of a phase still going after it

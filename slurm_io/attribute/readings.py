@@ -1,13 +1,14 @@
 """The readings of a blind delta's own interval: what each candidate's own rows say of it.
 
 Rule 1's `beside`, `paced_amounts`, `continuing` (built on `resumed`, which rule 2's
-`bordering` reads too) and `ended_blind`, rule 3's `phases`, the candidates rule 0 must not
-rule out (`busy_at_edge`) and those it rules out that rule 3 must not feed (`unseen`): each a
-question attribute.evidence asks of the Evidence index (attribute.observed) about the
-delta's read interval, as opposed to the rates around it; and the rise of the candidates'
-activity on the other target kind in it (`surprise`), as rule 1's last resort and rule 2
-read it (`rise_weights`, with the paces of those that rose: `paced_risers`); and the
-delta's bytes per request against each candidate's (`sized_weights`). Pure.
+`bordering` reads too), `ended_blind` and `cut_short`, rule 3's `phases`, the candidates
+rule 0 must not rule out (`busy_at_edge`) and those it rules out that rule 3 must not feed
+(`unseen`): each a question attribute.evidence asks of the Evidence index
+(attribute.observed) about the delta's read interval, as opposed to the rates around it;
+and the rise of the candidates' activity on the other target kind in it (`surprise`), as
+rule 1's last resort and rule 2 read it (`rise_weights`, with the paces of those that
+rose: `paced_risers`); and the delta's bytes per request against each candidate's
+(`sized_weights`). Pure.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from slurm_io.attribute.observed import (
+    MIN_OBSERVED,
     NEAR,
     SLIVER,
     WINDOWS,
@@ -128,6 +130,39 @@ def ended_blind(d: DeltaRow, runs: dict[int, Interval], blind: Sequence[Interval
         if before and all(r.t1 <= d.ts_end for r in rows) and (
                 max(before, key=lambda r: r.t1).target == d.target):
             out[j] = rate
+    return out
+
+
+def cut_short(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
+              blind: Sequence[Interval], current: Collection[int], going: Collection[int],
+              evidence: Evidence) -> dict[int, float]:
+    """The rate of facet `i` in its last read of the candidates with no current phase
+    (`current`, from `phases`) whose last OST row by their id is a read of at least
+    MIN_OBSERVED / 4 on the delta's own OST ending within NEAR of the blind stretch's start
+    (the ids went missing as it read there), and that ended inside the stretch after the
+    delta, no OST row by their id since: rule 1 expects at least that rate of them, and so
+    does rule 3 where their phases expect nothing. Their phase shows no sliver inside the
+    stretch (`ended_blind`'s) and ends, as the rows show it, with that read; the job went
+    on until it ended. Dense seed 2, node015: job 3482911 read OST0005 at ~10 MB/s until
+    the ids went missing and ended 280 s later; a task begun inside the next read,
+    reading OST0005 from 420 s after it, took 0.30 of that 1.2 GiB blind read and all of
+    the one after, every byte of them the first's."""
+    if d.node is None:
+        return {}
+    h0, h1 = stretch(d.ts_start, d.ts_end, blind)
+    out: dict[int, float] = {}
+    for c in active:
+        end = runs[c.job][1]
+        if c.job in current or c.job in going or not d.ts_end <= end < h1 + SLIVER:
+            continue
+        rows = [r for r in evidence.between(d.node, c.job, h0 - NEAR - SLIVER, end + SLIVER)
+                if r.kind == "OST"]
+        if not rows or max(r.t1 for r in rows) > d.ts_start:
+            continue
+        last = max(rows, key=lambda r: r.t1)
+        if (last.target == d.target and last.t1 >= h0 - NEAR
+                and last.t1 - last.t0 >= MIN_OBSERVED / 4):
+            out[c.job] = last.m[i] / (last.t1 - last.t0)
     return out
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from slurm_io.attribute.evidence import EVIDENCE, split
-from slurm_io.attribute.readings import ended_blind
+from slurm_io.attribute.readings import cut_short, ended_blind
 from slurm_io.jobs.info import JobWindow
-from tests.attribute.test_evidence import READ, B, ev, row
+from tests.attribute.test_evidence import READ, WRITE, B, ev, row
 from tests.attribute.test_phases import DELTA
 
 OST0, OST1, OST2, MDT = "fs-OST0000", "fs-OST0001", "fs-OST0002", "fs-MDT0000"
@@ -82,3 +82,67 @@ def test_a_blind_read_is_the_job_reading_there_as_the_ids_went_missing_until_it_
     first_part, second_part = 60.0 * 120, 3600.0 / 420 * 120
     assert s.fractions == pytest.approx({1: first_part / (first_part + second_part),
                                          2: second_part / (first_part + second_part)})
+
+
+# A job of no phase inside the stretch whose last read by its id, on the delta's own OST,
+# was cut short by the ids going missing (attribute.readings.cut_short): 6000 in 120 s.
+LAST_READ = row(3480, 3600, job=1, rb=6000, wb=1200)
+
+# case: (the rows of job 1, when it ended, those with a current phase, those `continuing`
+# named, what `cut_short` gives of its read rate)
+CUT = {
+    "its read there ended as the ids went missing": ((LAST_READ,), 4400.0, (), (), {1: 50.0}),
+    "ended within NEAR of the stretch's start": (
+        (row(3440, 3560, job=1, rb=6000),), 4400.0, (), (), {1: 50.0}),
+    "ended more than NEAR before it: the phase had ended": (
+        (row(3400, 3520, job=1, rb=6000),), 4400.0, (), (), {}),
+    "a read shorter than MIN_OBSERVED / 4 is not a rate": (
+        (row(3560, 3600, job=1, rb=6000),), 4400.0, (), (), {}),
+    "its last read was on another OST": (
+        (row(3360, 3480, job=1, rb=6000), row(3480, 3600, job=1, target=OST1, rb=6000)),
+        4400.0, (), (), {}),
+    "an OST row by its id since": (
+        (LAST_READ, row(4200, 4250, job=1, target=OST1, rb=3000)), 4400.0, (), (), {}),
+    "files opened on the MDT since say nothing of the OST": (
+        (LAST_READ, row(4200, 4250, job=1, target=MDT, opens=9)), 4400.0, (), (), {1: 50.0}),
+    "ended before the delta did": ((LAST_READ,), 4100.0, (), (), {}),
+    "ended a read after the stretch": ((LAST_READ,), 4800.0, (), (), {}),
+    "a phase inside the stretch: ended_blind's": ((LAST_READ,), 4400.0, (1,), (), {}),
+    "already continuing: its read after says more": ((LAST_READ,), 4400.0, (), (1,), {}),
+}
+
+
+@pytest.mark.parametrize("case", CUT.values(), ids=CUT.keys())
+def test_a_job_whose_read_the_ids_cut_short_keeps_its_rate_until_it_ended(case):
+    rows, end, current, going, want = case
+    window = JobWindow(1, 1000, ("n1",), 0.0, end)
+    got = cut_short(DELTA, READ, [window], {1: (0.0, end)}, BLIND, current, going,
+                    ev(*rows))
+    assert got == pytest.approx(want)
+
+
+def test_the_rate_cut_short_is_of_the_delta_s_own_facet():
+    window = JobWindow(1, 1000, ("n1",), 0.0, 4400.0)
+    got = cut_short(DELTA, WRITE, [window], {1: (0.0, 4400.0)}, BLIND, (), (), ev(LAST_READ))
+    assert got == pytest.approx({1: 10.0})
+
+
+def test_a_blind_read_is_the_job_reading_there_when_the_ids_went_missing_not_a_task_begun():
+    # Dense seed 2, node015: job 3482911 read OST0005 at ~10 MB/s in 120 s reads until the
+    # ids went missing, and ended 280 s later; task 3483042 began inside the next read and
+    # read OST0005 from 420 s after it. Its phase there, bridged back to its start, was
+    # the only one meeting the read, and the first job's read, ended as the rows show it,
+    # expected nothing: the task took 0.30 of a 1.2 GiB blind read, every byte the first's.
+    # Here job 1 reads fs-OST0000, 6000 a read, until 3600 and ends at 4400; job 2 begins
+    # at 4060 and reads fs-OST0000 from 4600, 1200 a read.
+    rows = [row(t, t + 120, job=1, rb=6000) for t in range(3000, 3600, 120)]
+    rows += [row(t, t + 120, job=2, rb=1200) for t in range(4600, 5200, 120)]
+    first = JobWindow(1, 1000, ("n1",), 0.0, 4400.0)
+    task = JobWindow(2, 1000, ("n1",), 4060.0, 10000.0)
+    s = split(row(4000, 4120, rb=6000), READ, [first, task], ev(*rows), BLIND, now=20000)
+    assert s.rule == EVIDENCE
+    # the task's phase: 10 a second over its 60 s in the delta; job 1's cut read: 50 a
+    # second over the delta's 120 s (before, rule 2 gave it 0.8 by its rate at the edge)
+    task_part, first_part = 10.0 * 60, 50.0 * 120
+    assert s.fractions == pytest.approx({1: first_part / (first_part + task_part),
+                                         2: task_part / (first_part + task_part)})
