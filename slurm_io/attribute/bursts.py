@@ -201,8 +201,10 @@ def beyond_rates(amount: float, expected: dict[int, float], excluded: frozenset[
     of them in `first` alone (unshown_starts: their start-up read unseen), by time overlap,
     where there are some. Before all of that, the rest goes to the candidates in `back`
     (readings.bordering: what each moved on the delta's OST right before and right after
-    it) that moved at least RESUMED_SHARE of it there, in proportion, where some candidate
-    did not: those, rate or none, were moving it as the ids went missing or came back.
+    it; readings.cut_short's rate x overlap of those whose read there the stretch cut
+    short) that moved at least RESUMED_SHARE of it there, in proportion, where some
+    candidate did not: those, rate or none, were moving it as the ids went missing or came
+    back.
     Where every candidate has a rate, the weights stay as they are.
     """
     if UNMEASURED & excluded or amount <= 0:

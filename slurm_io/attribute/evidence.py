@@ -114,6 +114,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from slurm_io.attribute.around import rates_around
 from slurm_io.attribute.bursts import UNMEASURED as _UNMEASURED
 from slurm_io.attribute.bursts import (
     began_near,
@@ -270,12 +271,14 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
             starts = unshown_starts(d, runs, blind, evidence) if i == 0 else ()
             weights = beyond_rates(amount, weights, excluded | busy, over, edge,
                                    surprise(d, active, evidence, excluded), bounds, starts,
-                                   bordering(d, i, weights, evidence))
+                                   {**{j: r * over[j] for j, r in cut.items()},
+                                    **bordering(d, i, weights, evidence)})
     fitted = by_operations(d, i, weights, met, evidence, leaks, blind, others)  # rule 11
     if fitted is not None:
         weights = fitted
     if i < 2 and d.node is not None:
-        sized = sized_weights(d, i, weights, evidence)
+        ruled_out = found[1] if found is not None else frozenset()
+        sized = sized_weights(d, i, weights, evidence, over, ruled_out)
         if sized is not None:
             weights, rule = sized, EVIDENCE
     weights = in_long_read(d, i, jobs, evidence) or weights  # rule 8 (attribute.leaks)
@@ -328,7 +331,7 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         cut = {j: r for j, r in cut.items() if phased.get(j, 0.0) <= 0}  # where they expect 0
         return {j: max(v, max(going.get(j, 0.0), cut.get(j, 0.0)) * over[j])
                 for j, v in phased.items()}, frozenset()
-    rates = _rates(d, i, active, runs, over, evidence, blind)
+    rates = rates_around(d, i, active, runs, over, evidence, blind)
     going = {**{c.job: ended[c.job] for c in active if c.job in ended}, **going}
     if rates is not None and going:  # at least the rate of a phase still going after it
         rates = {c.job: max(rates[0].get(c.job, 0.0), going.get(c.job, 0.0) * over[c.job])
@@ -349,44 +352,6 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     if sum(weights.values()) <= 0:
         return rates
     return weights, frozenset()
-
-
-def _rates(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, Interval],
-           over: dict[int, float], evidence: Evidence, blind: Sequence[Interval]
-           ) -> Weights | None:
-    """Rule 1: each candidate's rate around the delta (blind stretches taken out) times its
-    overlap; None where a candidate was never observed or none moved the facet nearby."""
-    assert d.node is not None
-    a, b = d.ts_start, d.ts_end
-    kind = target_kind(d.target)
-    holes = merge([*blind, (a, b)])
-    observed: dict[int, float] = {}
-    windows: list[Interval] = []
-    chosen = WINDOWS[0]
-    for chosen in WINDOWS:
-        windows = subtract(a - chosen, b + chosen, holes)
-        observed = {c.job: sum(overlap(x, y, *runs[c.job]) for x, y in windows)
-                    for c in active}
-        if min(observed.values()) >= MIN_OBSERVED:
-            break
-    if min(observed.values()) < MIN_OBSERVED:
-        return None  # a candidate ran (almost) only while blind: nothing to weigh it by
-    for target in (d.target, None):
-        weights = {}
-        for c in active:
-            got = evidence.amount(d.node, c.job, windows, target, kind, i)
-            weights[c.job] = over[c.job] * got / observed[c.job]
-        if sum(weights.values()) > 0:
-            return weights, frozenset()
-    if chosen < WINDOWS[-1]:
-        # nothing of that facet nearby: the same kind over the widest window
-        wide = subtract(a - WINDOWS[-1], b + WINDOWS[-1], holes)
-        seen_for = {c.job: sum(overlap(x, y, *runs[c.job]) for x, y in wide) for c in active}
-        weights = {c.job: over[c.job] * evidence.amount(d.node, c.job, wide, None, kind, i)
-                   / seen_for[c.job] for c in active}
-        if sum(weights.values()) > 0:
-            return weights, frozenset()
-    return None
 
 
 def _ruled_out(out: Sequence[JobWindow], rest: Sequence[JobWindow], inner: Weights | None,

@@ -33,7 +33,7 @@ from slurm_io.attribute.observed import (
     target_kind,
 )
 from slurm_io.attribute.phases import EDGE, MIN_ROW
-from slurm_io.attribute.sizes import by_size
+from slurm_io.attribute.sizes import by_requests, by_size
 
 if TYPE_CHECKING:
     from slurm_io.attribute.rows import DeltaRow
@@ -141,7 +141,8 @@ def cut_short(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, 
     MIN_OBSERVED / 4 on the delta's own OST ending within NEAR of the blind stretch's start
     (the ids went missing as it read there), and that ended inside the stretch after the
     delta, no OST row by their id since: rule 1 expects at least that rate of them, and so
-    does rule 3 where their phases expect nothing. Their phase shows no sliver inside the
+    does rule 3 where their phases expect nothing; rule 2 gives them the rest of a burst as
+    it does a job moving that OST right before the delta. Their phase shows no sliver in the
     stretch (`ended_blind`'s) and ends, as the rows show it, with that read; the job went
     on until it ended. Dense seed 2, node015: job 3482911 read OST0005 at ~10 MB/s until
     the ids went missing and ended 280 s later; a task begun inside the next read,
@@ -349,10 +350,13 @@ def surprise(d: DeltaRow, active: Sequence[JobWindow], evidence: Evidence,
     return out
 
 
-def sized_weights(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence
+def sized_weights(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evidence,
+                  over: dict[int, float], excluded: Collection[int]
                   ) -> dict[int, float] | None:
     """The weights once the delta's bytes per request have divided it between candidates
-    of small and of large requests (attribute.sizes); None where sizes say nothing."""
+    of small and of large requests (attribute.sizes.by_size), or, where some candidate's
+    size no row shows, bound those whose size they show (by_requests); None where sizes
+    say nothing."""
     assert d.node is not None
     amount, count = measures(d.counters)[i], requests(d.counters)[i]
     if amount <= 0 or count <= 0:
@@ -360,4 +364,5 @@ def sized_weights(d: DeltaRow, i: int, weights: dict[int, float], evidence: Evid
     kind = target_kind(d.target)
     sizes = {j: evidence.request_size(d.node, j, kind, i, d.ts_start - WINDOWS[-1],
                                       d.ts_end + WINDOWS[-1]) for j in weights}
-    return by_size(amount, count, weights, sizes)
+    return (by_size(amount, count, weights, sizes)
+            or by_requests(amount, count, weights, sizes, over, excluded))

@@ -146,3 +146,23 @@ def test_a_blind_read_is_the_job_reading_there_when_the_ids_went_missing_not_a_t
     task_part, first_part = 10.0 * 60, 50.0 * 120
     assert s.fractions == pytest.approx({1: first_part / (first_part + task_part),
                                          2: task_part / (first_part + task_part)})
+
+
+def test_a_burst_goes_to_the_job_whose_read_the_ids_cut_short_not_to_jobs_never_there():
+    # Dense seed 2, node015, 9084-9200: job 3482700 read OST0004 as the ids went missing and
+    # ended 6 s after a 1.0 GiB blind read of it; rule 2 held it to twice its rate there
+    # and gave the rest, by time, to two jobs that never printed their id on OST0004 (0.13
+    # each; truth 1.00 to the first). A job moving the delta's OST as the ids went missing
+    # takes the rest of a burst as one moving it right before the delta does (rule 2's
+    # `bordering`). Here job 1 reads fs-OST0000, 3600 a read, until 3600 and ends at 4126
+    # (twice that a read before 3000: rule 3's cap holds it to no less than the burst);
+    # jobs 2 and 3 read fs-OST0001; the blind read of fs-OST0000 is 12000.
+    rows = [row(2880, 3000, job=1, rb=7200)]
+    rows += [row(t, t + 120, job=1, rb=3600) for t in range(3000, 3600, 120)]
+    rows += [row(t, t + 120, job=j, target=OST1, rb=3600)
+             for t in (*range(3000, 3600, 120), *range(4600, 5200, 120)) for j in (2, 3)]
+    first = JobWindow(1, 1000, ("n1",), 0.0, 4126.0)
+    others = [JobWindow(j, 1000, ("n1",), 0.0, 10000.0) for j in (2, 3)]
+    s = split(row(4000, 4120, rb=12000), READ, [first, *others], ev(*rows), BLIND, now=20000)
+    assert s.rule == EVIDENCE
+    assert s.fractions == pytest.approx({1: 1.0, 2: 0.0, 3: 0.0})
