@@ -244,7 +244,7 @@ def split(d: DeltaRow, i: int, candidates: Sequence[JobWindow], evidence: Eviden
     ended = ended_blind(d, runs, blind, current, going, evidence)  # rule 1: no read after
     cut = cut_short(d, i, active, runs, blind, current, going, evidence)  # rules 1, 3: nor phase
     found = _evidence_weights(d, i, active, runs, over, evidence, blind, paced, ruling,
-                              going, met, stripe, {**cut, **ended}, cut)
+                              going, met, stripe, ended, cut)
     rule = EVIDENCE
     if found is None or _UNMEASURED & found[1]:
         # no rate tells them apart: a rise of their activity on the other kind, else time
@@ -312,8 +312,8 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
     candidates (each one's entry reads its own rows only, so rule 0's subset of busy ones
     reuses it); `met`: the candidates' phases meeting the delta (attribute.phases.meeting);
     `stripe`: rule 10's weights (attribute.striped), used where those phases expect nothing;
-    `ended`: readings.ended_blind and `cut`, readings.cut_short, a floor under the rates
-    as `going` is; `cut` under the phases' too, where they expect nothing."""
+    `ended` and `cut`: readings.ended_blind and cut_short, floors under the rates as
+    `going` is; `cut` under the phases' too, where they expect nothing."""
     if d.node is None:
         return None
     busy = [c for c in active if c.job in seen]
@@ -332,7 +332,8 @@ def _evidence_weights(d: DeltaRow, i: int, active: Sequence[JobWindow],
         return {j: max(v, max(going.get(j, 0.0), cut.get(j, 0.0)) * over[j])
                 for j, v in phased.items()}, frozenset()
     rates = rates_around(d, i, active, runs, over, evidence, blind)
-    going = {**{c.job: ended[c.job] for c in active if c.job in ended}, **going}
+    floors = {**cut, **ended}  # jobs that ended inside the stretch: their last rate there
+    going = {**{c.job: floors[c.job] for c in active if c.job in floors}, **going}
     if rates is not None and going:  # at least the rate of a phase still going after it
         rates = {c.job: max(rates[0].get(c.job, 0.0), going.get(c.job, 0.0) * over[c.job])
                  for c in active}, frozenset()

@@ -124,8 +124,7 @@ def ended_blind(d: DeltaRow, runs: dict[int, Interval], blind: Sequence[Interval
         end = runs[j][1]
         if j in going or not d.ts_end <= end < h1 + SLIVER:
             continue
-        rows = [r for r in evidence.between(d.node, j, h0 - SLIVER, end + SLIVER)
-                if r.kind == "OST"]
+        rows = _ost_rows_to_end(d.node, j, h0 - SLIVER, end, evidence)
         before = [r for r in rows if r.t0 < d.ts_start]
         if before and all(r.t1 <= d.ts_end for r in rows) and (
                 max(before, key=lambda r: r.t1).target == d.target):
@@ -156,8 +155,7 @@ def cut_short(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, 
         end = runs[c.job][1]
         if c.job in current or c.job in going or not d.ts_end <= end < h1 + SLIVER:
             continue
-        rows = [r for r in evidence.between(d.node, c.job, h0 - NEAR - SLIVER, end + SLIVER)
-                if r.kind == "OST"]
+        rows = _ost_rows_to_end(d.node, c.job, h0 - NEAR - SLIVER, end, evidence)
         if not rows or max(r.t1 for r in rows) > d.ts_start:
             continue
         last = max(rows, key=lambda r: r.t1)
@@ -165,6 +163,13 @@ def cut_short(d: DeltaRow, i: int, active: Sequence[JobWindow], runs: dict[int, 
                 and last.t1 - last.t0 >= MIN_OBSERVED / 4):
             out[c.job] = last.m[i] / (last.t1 - last.t0)
     return out
+
+
+def _ost_rows_to_end(node: str, job: int, lo: float, end: float, evidence: Evidence
+                     ) -> list[Row]:
+    """The job's own OST rows on `node` from `lo` to a read past its `end`: what
+    `ended_blind` and `cut_short` read of a job that ended inside the stretch."""
+    return [r for r in evidence.between(node, job, lo, end + SLIVER) if r.kind == "OST"]
 
 
 def resumed(d: DeltaRow, i: int, candidates: Collection[int], evidence: Evidence
